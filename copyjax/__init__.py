@@ -1,0 +1,59 @@
+"""copyjax: exact Bayesian theory and posterior sampling of copy-head emergence in attention.
+
+Float64: call ``jax.config.update("jax_enable_x64", True)`` in your own code before
+creating arrays; copyjax never changes JAX's configuration.
+"""
+from copyjax.action import action_from_features, data_action, exact_action
+from copyjax.data import (
+    copy_targets,
+    expected_stats,
+    sample_tokens,
+    sampled_stats,
+    stats_size,
+    streamed_tokens,
+    sufficient_stats,
+)
+from copyjax.hyper import Hyper, default_hyper
+from copyjax.model import (
+    attention,
+    forward,
+    log_likelihood,
+    log_likelihood_from_stats,
+    log_posterior,
+    log_prior,
+    per_sequence_loss,
+    pooled_features,
+    shift_matrix,
+    uniform_matrix,
+)
+from copyjax.order import coverage, order_parameters, sign_invariant
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Hyper",
+    "action_from_features",
+    "attention",
+    "copy_targets",
+    "coverage",
+    "data_action",
+    "default_hyper",
+    "exact_action",
+    "expected_stats",
+    "forward",
+    "log_likelihood",
+    "log_likelihood_from_stats",
+    "log_posterior",
+    "log_prior",
+    "order_parameters",
+    "per_sequence_loss",
+    "pooled_features",
+    "sample_tokens",
+    "sampled_stats",
+    "shift_matrix",
+    "sign_invariant",
+    "stats_size",
+    "streamed_tokens",
+    "sufficient_stats",
+    "uniform_matrix",
+]

@@ -1,0 +1,96 @@
+"""The single-head attention network of the copy task (design doc section 1).
+
+``h[mu, l] = sum_m A[l, m] x[mu, m]``, ``f[mu, l] = W h[mu, l]``, ``A = phi(G)`` with phi the
+identity ("linear") or a row softmax ("softmax"). Shapes: ``G: (L, L)``, ``W: (V, V)``,
+``tokens: (P, L)``. All functions are pure and jit-able.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from copyjax._checks import check_activation, check_square
+from copyjax.data import copy_targets, one_hot
+
+
+def shift_matrix(L: int, dtype=jnp.float32) -> jax.Array:
+    """``S[l, m] = delta(m, (l - 1) mod L)``: the copy pattern. ``(L, L)``."""
+    return jnp.roll(jnp.eye(L, dtype=dtype), -1, axis=1)
+
+
+def uniform_matrix(L: int, dtype=jnp.float32) -> jax.Array:
+    """``U = 1 1^T / L``: uniform pooling. ``(L, L)``."""
+    return jnp.full((L, L), 1.0 / L, dtype=dtype)
+
+
+def attention(G: jax.Array, activation: str) -> jax.Array:
+    """Attention pattern ``A = phi(G)``: ``G: (..., L, L) -> (..., L, L)``.
+
+    Softmax is taken over the last axis (each query row sums to one) and is
+    logsumexp-stable (``jax.nn.softmax``).
+    """
+    check_activation(activation)
+    check_square("G", G)
+    if activation == "linear":
+        return G
+    return jax.nn.softmax(G, axis=-1)
+
+
+def pooled_features(A: jax.Array, tokens: jax.Array, V: int) -> jax.Array:
+    """``h[mu, l] = sum_m A[l, m] onehot(t[mu, m])``: ``(P, L, V)``."""
+    return jnp.einsum("lm,pmv->plv", A, one_hot(tokens, V, A.dtype))
+
+
+def forward(W: jax.Array, G: jax.Array, tokens: jax.Array, activation: str) -> jax.Array:
+    """Network outputs ``f[mu, l] = W h[mu, l]``: ``(P, L, V)``."""
+    V = W.shape[0]
+    h = pooled_features(attention(G, activation), tokens, V)
+    return jnp.einsum("ij,plj->pli", W, h)
+
+
+def per_sequence_loss(W, G, tokens, activation: str) -> jax.Array:
+    """``loss[mu] = (1 / 2L) sum_l ||y[mu, l] - f[mu, l]||^2``: ``(P,)``."""
+    V, L = W.shape[0], G.shape[-1]
+    f = forward(W, G, tokens, activation)
+    y = one_hot(copy_targets(tokens), V, f.dtype)
+    return jnp.sum((y - f) ** 2, axis=(1, 2)) / (2 * L)
+
+
+def log_prior(W, G, hyper) -> jax.Array:
+    """Gaussian log prior, without normalisation: ``W_ij ~ N(0, sw2/V)``, ``G ~ N(0, sg2)``."""
+    V = W.shape[0]
+    return -0.5 * V * jnp.sum(W**2) / hyper.sigma_w2 - 0.5 * jnp.sum(G**2) / hyper.sigma_g2
+
+
+def log_likelihood(W, G, tokens, hyper, activation: str) -> jax.Array:
+    """``-beta * sum_mu loss[mu]`` (Gaussian kernel, unnormalised)."""
+    return -hyper.beta * jnp.sum(per_sequence_loss(W, G, tokens, activation))
+
+
+def log_posterior(W, G, tokens, hyper, activation: str) -> jax.Array:
+    """Unnormalised ``log p(W, G | data)`` from the per-sequence loss (cost grows with P)."""
+    return log_likelihood(W, G, tokens, hyper, activation) + log_prior(W, G, hyper)
+
+
+def stats_contractions(A: jax.Array, stats: jax.Array):
+    """``K = sum_mn (A^T A)_mn C_mn`` and ``B = sum_mn (A^T S)_mn C_mn`` (both ``(V, V)``).
+
+    K is the Gram matrix sum h h^T of the pooled features, B = sum h y^T. Cost O(L^2 V^2).
+    """
+    L = A.shape[-1]
+    # One pass over C for both contractions (C is the only O(L^2 V^2) operand).
+    pair = jnp.stack([A.T @ A, A.T @ shift_matrix(L, A.dtype)])
+    KB = jnp.einsum("kmn,mnab->kab", pair, stats.astype(A.dtype))
+    return KB[0], KB[1]
+
+
+def log_likelihood_from_stats(W, A, stats, beta) -> jax.Array:
+    """``-beta/(2L) sum ||y - W h||^2`` through the statistics, any P at O(L^2 V^2).
+
+    ``sum ||y - W h||^2 = tr(W K W^T) - 2 tr(W B) + P L``.
+    """
+    L = A.shape[-1]
+    K, B = stats_contractions(A, stats)
+    P = jnp.trace(stats[0, 0]).astype(A.dtype)
+    sq = jnp.sum((W @ K) * W) - 2 * jnp.sum(W * B.T) + P * L
+    return -beta * sq / (2 * L)

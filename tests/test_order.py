@@ -1,0 +1,59 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import copyjax as cj
+
+
+def off_span(L, key):
+    """A random matrix with its projection onto span{U, S} removed."""
+    R = jax.random.normal(key, (L, L), jnp.float64)
+    U, S = cj.uniform_matrix(L, jnp.float64), cj.shift_matrix(L, jnp.float64)
+    basis = jnp.stack([U.ravel(), S.ravel()], 1)
+    coef = jnp.linalg.lstsq(basis, R.ravel())[0]
+    return R - (basis @ coef).reshape(L, L)
+
+
+def test_order_parameters_of_U_S_and_mixtures():
+    L = 7
+    U, S = cj.uniform_matrix(L, jnp.float64), cj.shift_matrix(L, jnp.float64)
+    np.testing.assert_allclose(cj.order_parameters(U), (1.0, 0.0), atol=1e-14)
+    np.testing.assert_allclose(cj.order_parameters(S), (0.0, 1.0), atol=1e-14)
+    R = off_span(L, jax.random.key(0))
+    np.testing.assert_allclose([jnp.sum(R * U), jnp.sum(R * S)], 0.0, atol=1e-12)
+    A = 0.3 * U - 1.2 * S + R
+    np.testing.assert_allclose(cj.order_parameters(A), (0.3, -1.2), atol=1e-12)
+    # batched
+    batch = jnp.stack([U, S, A])
+    c1, cG = cj.order_parameters(batch)
+    np.testing.assert_allclose(c1, [1.0, 0.0, 0.3], atol=1e-12)
+    np.testing.assert_allclose(cG, [0.0, 1.0, -1.2], atol=1e-12)
+
+
+def test_softmax_patterns_have_a1_plus_aG_one_only_on_span():
+    L = 6
+    A = cj.attention(jax.random.normal(jax.random.key(1), (L, L), jnp.float64), "softmax")
+    a1, aG = cj.order_parameters(A)
+    # rows sum to one: <A, U> = 1, so a_1 + a_G = 1 for every softmax pattern
+    np.testing.assert_allclose(a1 + aG, 1.0, atol=1e-12)
+
+
+def test_coverage():
+    L = 6
+    U, S = cj.uniform_matrix(L, jnp.float64), cj.shift_matrix(L, jnp.float64)
+    for A in [U, S, 0.4 * U + 2.0 * S, -U + 0.1 * S]:
+        np.testing.assert_allclose(cj.coverage(A), 1.0, atol=1e-12)
+    R = off_span(L, jax.random.key(2))
+    A = 0.5 * U + 0.5 * S + R
+    cov = float(cj.coverage(A))
+    expected = float(jnp.sum((0.5 * U + 0.5 * S) ** 2) / jnp.sum(A**2))
+    assert cov < 1.0
+    np.testing.assert_allclose(cov, expected, rtol=1e-12)
+    np.testing.assert_allclose(cj.coverage(jnp.zeros((L, L))), 1.0)
+
+
+def test_sign_invariant_parameters_are_even():
+    A = jax.random.normal(jax.random.key(3), (5, 5), jnp.float64)
+    a, b = cj.sign_invariant(A), cj.sign_invariant(-A)
+    for k in a:
+        np.testing.assert_allclose(a[k], b[k], rtol=1e-13)
