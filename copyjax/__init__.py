@@ -27,6 +27,7 @@ from copyjax.model import (
     uniform_matrix,
 )
 from copyjax.order import coverage, order_parameters, sign_invariant
+from copyjax.theory import minima, theory_curve, transition_points
 
 __version__ = "0.1.0"
 
@@ -45,6 +46,7 @@ __all__ = [
     "log_likelihood_from_stats",
     "log_posterior",
     "log_prior",
+    "minima",
     "order_parameters",
     "per_sequence_loss",
     "pooled_features",
@@ -55,5 +57,7 @@ __all__ = [
     "stats_size",
     "streamed_tokens",
     "sufficient_stats",
+    "theory_curve",
+    "transition_points",
     "uniform_matrix",
 ]

@@ -1,0 +1,272 @@
+"""Large-P reduced actions in order-parameter space (docs/theory.md, sections 5-7).
+
+With the expected statistics the exact action depends on A only through four scalars,
+``a = ||A||_F^2``, ``r = ||A 1||^2``, ``g = <A, S>``, ``s = 1^T A 1``, split over two token
+sectors (mean direction, multiplicity 1; its complement, multiplicity V - 1):
+
+    F(a, r, g, s) = (V - 1) f(a, g) + f(r, s) + beta P / 2,
+    f(x, y) = V/2 log(1 + kappa x) - lam kappa y^2 / (1 + kappa x),
+    kappa = beta sigma_w2 P / (L V^2),   lam = beta P / (2 L V).
+
+Linear attention (A = G = c_1 U + c_G S + R_row + R_bulk):
+    ``linear_energy``          MAP form, residuals at zero, a function of (c_1, c_G);
+    ``linear_posterior_action`` exact negative log density of (c_1, c_G, log t_row, log t_bulk)
+                               (residual norms integrated radially, Jacobian included);
+    ``linear_profile``         the posterior form in (c_1, c_G): saddle over the two norms.
+Softmax attention (rows of A logistic-normal under the prior):
+    ``softmax_energy``         MAP form along the symmetric copy ansatz, a function of the
+                               copy logit gamma;
+    ``row_law`` / ``softmax_free_energy`` / ``softmax_posterior_action``
+                               mean field over rows with two multipliers (lam_a, mu_g).
+All functions are pure jnp, differentiable and jit-able; P may be traced.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from copyjax._checks import check_size
+
+
+def _consts(P, L, V, hyper):
+    kappa = hyper.beta * hyper.sigma_w2 * P / (L * V**2)
+    lam = hyper.beta * P / (2 * L * V)
+    return kappa, lam
+
+
+def sector_action(a, r, g, s, P, L: int, V: int, hyper):
+    """Data part of the action at the expected statistics, from the four scalars."""
+    kappa, lam = _consts(P, L, V, hyper)
+
+    def f(x, y):
+        return 0.5 * V * jnp.log1p(kappa * x) - lam * kappa * y**2 / (1 + kappa * x)
+
+    return (V - 1) * f(a, g) + f(r, s) + 0.5 * hyper.beta * P
+
+
+def pattern_scalars(A):
+    """``(a, r, g, s)`` of a pattern ``A: (..., L, L)``."""
+    a = jnp.sum(A**2, axis=(-2, -1))
+    rows = jnp.sum(A, axis=-1)
+    r = jnp.sum(rows**2, axis=-1)
+    g = jnp.sum(jnp.diagonal(jnp.roll(A, 1, axis=-1), axis1=-2, axis2=-1), axis=-1)
+    s = jnp.sum(rows, axis=-1)
+    return a, r, g, s
+
+
+# ----------------------------------------------------------------------------- linear
+
+
+def _span_scalars(c1, cG, L):
+    """a, r, g, s of c_1 U + c_G S."""
+    rho = c1 + cG
+    q = c1**2 + 2 * c1 * cG + L * cG**2
+    return q, L * rho**2, c1 + L * cG, L * rho
+
+
+def linear_energy(c, P, L: int, V: int, hyper):
+    """MAP-form reduced action of linear attention at ``c = (c_1, c_G)``.
+
+    Equals ``exact_action(c_1 U + c_G S, expected_stats(P))``; the residual R only raises
+    the action (d/da and d/dr of F are > 0), so every MAP lies in span{U, S}.
+    """
+    c1, cG = c[..., 0], c[..., 1]
+    q, r, g, s = _span_scalars(c1, cG, L)
+    return sector_action(q, r, g, s, P, L, V, hyper) + q / (2 * hyper.sigma_g2)
+
+
+def residual_dims(L: int) -> tuple[int, int]:
+    """Dimensions of the row-sum residual (L - 1) and of the bulk residual (L^2 - L - 1)."""
+    return L - 1, L * L - L - 1
+
+
+def linear_posterior_action(z, P, L: int, V: int, hyper):
+    """Exact negative log posterior density (expected statistics) of linear attention in
+    ``z = (c_1, c_G, u_row, u_bulk)``, ``u = log ||R_part||_F^2``.
+
+    ``G = c_1 U + c_G S + R_row + R_bulk`` is a fixed linear change of variables; the
+    residual parts are integrated radially, a part of dimension d with squared norm t
+    contributing ``t^(d/2) du``. Up to a constant, ``p(z) = exp(-linear_posterior_action)``.
+    """
+    c1, cG, u_r, u_b = z[..., 0], z[..., 1], z[..., 2], z[..., 3]
+    d_r, d_b = residual_dims(L)
+    t_r, t_b = jnp.exp(u_r), jnp.exp(u_b)
+    q, r, g, s = _span_scalars(c1, cG, L)
+    a = q + t_r + t_b
+    data = sector_action(a, r + L * t_r, g, s, P, L, V, hyper)
+    return data + a / (2 * hyper.sigma_g2) - 0.5 * d_r * u_r - 0.5 * d_b * u_b
+
+
+def _newton(fun, x0, steps: int = 40):
+    """Damped Newton minimisation of a small smooth function (fixed steps; jit/vmap safe)."""
+    grad, hess = jax.grad(fun), jax.hessian(fun)
+
+    def body(x, _):
+        g, H = grad(x), hess(x)
+        # Levenberg damping keeps the step a descent step where H is not positive definite.
+        shift = jnp.maximum(0.0, 1e-6 - jnp.min(jnp.linalg.eigvalsh(H))) + 1e-9
+        step = jnp.linalg.solve(H + shift * jnp.eye(x.shape[0], dtype=x.dtype), g)
+        step = jnp.clip(step, -2.0, 2.0)
+        return x - step, None
+
+    x, _ = jax.lax.scan(body, x0, None, length=steps)
+    return x
+
+
+def linear_residual_saddle(c, P, L: int, V: int, hyper):
+    """``(u_row, u_bulk)`` minimising the 4-d action at fixed c (the posterior form's saddle)."""
+    d_r, d_b = residual_dims(L)
+    u0 = jnp.log(jnp.array([d_r, d_b], dtype=c.dtype) * hyper.sigma_g2)
+    fun = lambda u: linear_posterior_action(jnp.concatenate([c, u]), P, L, V, hyper)
+    return _newton(fun, u0)
+
+
+def linear_profile(c, P, L: int, V: int, hyper):
+    """Posterior-form reduced action of linear attention in ``c = (c_1, c_G)``: the 4-d
+    exact action at the saddle of the two residual norms (exact as L -> infinity, where
+    the norms of L - 1 and L^2 - L - 1 Gaussian directions concentrate). ``c: (2,)``."""
+    u = jax.lax.stop_gradient(linear_residual_saddle(c, P, L, V, hyper))
+    # At the saddle d/du = 0, so the gradient in c is the partial one (envelope theorem).
+    return linear_posterior_action(jnp.concatenate([c, u]), P, L, V, hyper)
+
+
+# ----------------------------------------------------------------------------- softmax
+
+
+def copy_ansatz(gamma, L: int):
+    """Softmax row with logit gamma at the copy position and 0 elsewhere:
+    returns ``(p, q)``, the copy weight and each other weight; ``a_G = p - q``."""
+    logZ = jnp.logaddexp(gamma, jnp.log(L - 1.0))
+    return jnp.exp(gamma - logZ), jnp.exp(-logZ)
+
+
+def softmax_energy(gamma, P, L: int, V: int, hyper):
+    """MAP-form reduced action of softmax attention along the symmetric copy ansatz
+    ``G[l, :] = gamma (e_{l-1} - 1/L)`` (zero-mean rows: the least prior cost for the
+    pattern). The pattern is ``a_G S + (1 - a_G) U`` exactly, ``a_G = p - q``."""
+    p, q = copy_ansatz(gamma, L)
+    a = L * (p**2 + (L - 1) * q**2)
+    data = sector_action(a, L, L * p, L, P, L, V, hyper)
+    return data + L * (1 - 1 / L) * gamma**2 / (2 * hyper.sigma_g2)
+
+
+def softmax_aG(gamma, L: int):
+    p, q = copy_ansatz(gamma, L)
+    return p - q
+
+
+class RowLaw(NamedTuple):
+    """Prior law of one softmax row, reduced to what the action sees.
+
+    ``z: (nz,)`` grid of the copy logit with log quadrature weights ``logw`` (Gaussian
+    prior included); ``log_z1, log_z2: (nb,)`` draws of log sum_j e^{z_j} and
+    log sum_j e^{2 z_j} over the L - 1 other logits. A row's squared norm and copy weight
+    are ``n = (e^{2z} + Z2) / (e^z + Z1)^2`` and ``p = e^z / (e^z + Z1)``.
+    """
+
+    z: jax.Array
+    logw: jax.Array
+    log_z1: jax.Array
+    log_z2: jax.Array
+
+
+def row_law(key, L: int, sigma_g2: float, P_max: float, beta: float = 1.0,
+            n_bulk: int = 256, n_z: int = 768, dtype=jnp.float64) -> RowLaw:
+    """Build the row law: bulk sums by Monte Carlo from the prior (fixed draws, so the
+    mean field is a smooth deterministic function), the copy logit by quadrature on a grid
+    wide enough for the tilts that data up to ``P_max`` can exert (a row gains at most
+    ~beta P / L from copying, so the tilted copy logit stays below
+    sigma (8 + sqrt(2 beta P_max / L)))."""
+    L = check_size("L", L, 2)
+    sd = float(np.sqrt(sigma_g2))
+    z = jnp.linspace(-8 * sd, sd * (8 + np.sqrt(2 * beta * P_max / L)), n_z, dtype=dtype)
+    dz = z[1] - z[0]
+    logw = -0.5 * z**2 / sigma_g2 - 0.5 * jnp.log(2 * jnp.pi * sigma_g2) + jnp.log(dz)
+    logw = logw - jax.nn.logsumexp(logw)
+    bulk = sd * jax.random.normal(key, (n_bulk, L - 1), dtype)
+    return RowLaw(z, logw, jax.nn.logsumexp(bulk, axis=1), jax.nn.logsumexp(2 * bulk, axis=1))
+
+
+def _row_stats(law: RowLaw):
+    z = law.z[:, None]
+    logZ = jnp.logaddexp(z, law.log_z1[None, :])
+    n = jnp.exp(jnp.logaddexp(2 * z, law.log_z2[None, :]) - 2 * logZ)
+    p = jnp.exp(z - logZ)
+    return n, p
+
+
+def row_cumulant(lam_a, mu_g, law: RowLaw):
+    """``Lambda(lam_a, mu_g) = log E_prior exp(lam_a n + mu_g p)`` for one row."""
+    n, p = _row_stats(law)
+    logw = law.logw[:, None] - jnp.log(law.log_z1.shape[0])
+    return jax.nn.logsumexp(logw + lam_a * n + mu_g * p)
+
+
+def softmax_free_energy(m, P, L: int, V: int, hyper, law: RowLaw):
+    """Mean-field action of softmax attention at multipliers ``m = (lam_a, mu_g)``.
+
+    Rows are i.i.d. logistic-normal under the prior and couple only through
+    ``a = sum_l n_l`` and ``g = sum_l p_l``; at large L these concentrate with rate
+    ``L I(x, y)``, I the Legendre transform of the row cumulant. Parametrised by the
+    multipliers, ``x = dLambda/dlam``, ``y = dLambda/dmu`` and
+    ``Phi = F(L x, L, L y, L) + L (lam x + mu y - Lambda)``. Its stationary points are the
+    mean-field phases (``lam = -dF/da``, ``mu = -dF/dg``). Returns ``(Phi, x, y)``.
+    """
+    lam_a, mu_g = m[..., 0], m[..., 1]
+    Lam, (x, y) = jax.value_and_grad(row_cumulant, argnums=(0, 1))(lam_a, mu_g, law)
+    Phi = sector_action(L * x, L, L * y, L, P, L, V, hyper) + L * (lam_a * x + mu_g * y - Lam)
+    return Phi, x, y
+
+
+def softmax_posterior_action(m, P, L: int, V: int, hyper, law: RowLaw):
+    """Negative log posterior density of the mean-field macrostate in the coordinates
+    ``m = (lam_a, mu_g)``: ``Phi - log det Hess Lambda`` (Jacobian of m -> (x, y))."""
+    Phi, _, _ = softmax_free_energy(m, P, L, V, hyper, law)
+    H = jax.hessian(lambda v: row_cumulant(v[0], v[1], law))(m)
+    return Phi - jnp.linalg.slogdet(H)[1]
+
+
+def aG_from_y(y, L: int):
+    """Copy order parameter from the mean copy weight per row: ``(L y - 1) / (L - 1)``."""
+    return (L * y - 1) / (L - 1)
+
+
+def softmax_mf_map(m, P, L: int, V: int, hyper, law: RowLaw):
+    """The self-consistency map of the mean field: ``m -> (-dF/da, -dF/dg)`` at
+    ``(a, g) = L grad Lambda(m)``. Its fixed points are the stationary points of
+    ``Psi(x, y) = F(L x, L, L y, L) + L I(x, y)``."""
+    x, y = jax.grad(row_cumulant, argnums=(0, 1))(m[0], m[1], law)
+    dFa, dFg = jax.grad(sector_action, argnums=(0, 2))(L * x, L, L * y, L, P, L, V, hyper)
+    return -jnp.stack([dFa, dFg])
+
+
+def softmax_mf_hessian(m, P, L: int, V: int, hyper, law: RowLaw):
+    """Hessian of ``Psi`` in the macroscopic coordinates (x, y) at the state ``m``:
+    ``L^2 Hess F + L (Hess Lambda)^-1`` (Hess I is the inverse of Hess Lambda)."""
+    x, y = jax.grad(row_cumulant, argnums=(0, 1))(m[0], m[1], law)
+    HF = jax.hessian(lambda v: sector_action(L * v[0], L, L * v[1], L, P, L, V, hyper))(
+        jnp.stack([x, y]))
+    HL = jax.hessian(lambda v: row_cumulant(v[0], v[1], law))(m)
+    return HF + L * jnp.linalg.inv(HL)
+
+
+def sector_loss(a, r, g, s, P, L: int, V: int, hyper, average_w: bool = True):
+    """Per-sequence squared loss ``(1/2L) sum_l ||y - W h||^2`` at the expected statistics
+    for a pattern with scalars (a, r, g, s), W at its posterior mean given the pattern
+    (``average_w=False``) or averaged over its Gaussian posterior (``True``, adds
+    ``sigma_w2 tr(K M^-1)``). At the expected statistics train and test loss coincide.
+
+    Per sector (multiplicity m, scalars x, y): ``m/(2 L V) [L - 2 w y + w^2 x + v]`` with
+    ``w = kappa y / (1 + kappa x)`` and ``v = sigma_w2 x / (1 + kappa x)``.
+    """
+    kappa, _ = _consts(P, L, V, hyper)
+
+    def part(x, y):
+        w = kappa * y / (1 + kappa * x)
+        v = hyper.sigma_w2 * x / (1 + kappa * x) if average_w else 0.0
+        return (L - 2 * w * y + w**2 * x + v) / (2 * L * V)
+
+    return (V - 1) * part(a, g) + part(r, s)

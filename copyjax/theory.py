@@ -1,0 +1,405 @@
+"""Minima of the reduced actions, their order parameters and losses, and transition points.
+
+``form="map"``: the energy (MAP) forms; ``form="posterior"``: the posterior forms
+(linear: residual norms at their saddle; softmax: mean field over rows). See
+``copyjax.reduced`` and docs/theory.md.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache, partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from copyjax import reduced as R
+from copyjax._checks import check_activation, check_size
+from copyjax.hyper import Hyper, default_hyper
+
+FORMS = ("map", "posterior")
+
+
+def check_form(form) -> str:
+    if form not in FORMS:
+        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+    return form
+
+
+def check_P(P, name: str = "P") -> float:
+    try:
+        v = float(P)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number > 0, got {P!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {P!r}")
+    return v
+
+
+def check_P_grid(Ps, name: str = "Ps") -> np.ndarray:
+    """A non-empty, strictly increasing grid of finite positive P."""
+    arr = np.asarray(Ps, dtype=float).reshape(-1)
+    if arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty grid of P > 0, got an empty one")
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"{name} must hold finite values > 0, got {arr.tolist()}")
+    if np.any(np.diff(arr) <= 0):
+        raise ValueError(f"{name} must be strictly increasing, got {arr.tolist()}")
+    return arr
+
+
+class Minimum(NamedTuple):
+    """One local minimum of a reduced action.
+
+    ``c1, cG``: order parameters (a_1, a_G for softmax; for linear the sign is fixed by
+    rho = c_1 + c_G >= 0); ``action``: the reduced action there; ``coords``: the raw
+    coordinates (softmax MAP: gamma; softmax posterior: (lam_a, mu_g); linear: (c_1, c_G)).
+    """
+
+    c1: float
+    cG: float
+    action: float
+    coords: tuple
+
+
+# ---------------------------------------------------------------- cached jitted kernels
+# One compiled function per (L, V, hyper, form); P is a traced argument, so a sweep over P
+# never recompiles.
+
+
+@lru_cache(maxsize=64)
+def _softmax_map_grid(L, V, hyper):
+    return jax.jit(jax.vmap(lambda g, P: R.softmax_energy(g, P, L, V, hyper), (0, None)))
+
+
+@lru_cache(maxsize=64)
+def _softmax_map_newton(L, V, hyper):
+    d1 = jax.grad(R.softmax_energy)
+    d2 = jax.grad(d1)
+
+    @jax.jit
+    def refine(g, P):
+        def body(g, _):
+            h = d2(g, P, L, V, hyper)
+            step = jnp.where(h > 0, d1(g, P, L, V, hyper) / h, 0.0)
+            return g - jnp.clip(step, -0.5, 0.5), None
+        g, _ = jax.lax.scan(body, g, None, length=30)
+        return g, R.softmax_energy(g, P, L, V, hyper)
+
+    return jax.vmap(refine, (0, None))
+
+
+def _gamma_grid(P, L, hyper, n=3001):
+    # The prior cost L gamma^2 / (2 sigma_g2) cannot exceed the largest data gain beta P / 2.
+    top = math.sqrt(hyper.beta * P * hyper.sigma_g2 / L) + math.log(L) + 4.0
+    return np.linspace(-4.0, top, n)
+
+
+def softmax_map_minima(P, L: int, V: int, hyper: Hyper) -> list[Minimum]:
+    """All local minima of the softmax MAP energy in the copy logit gamma, by a dense grid
+    then Newton refinement. Sorted by a_G."""
+    grid = _gamma_grid(P, L, hyper)
+    E = np.asarray(_softmax_map_grid(L, V, hyper)(jnp.asarray(grid), P))
+    idx = np.where((E[1:-1] < E[:-2]) & (E[1:-1] <= E[2:]))[0] + 1
+    if idx.size == 0:
+        idx = np.array([int(np.argmin(E))])
+    g, e = _softmax_map_newton(L, V, hyper)(jnp.asarray(grid[idx]), P)
+    out = []
+    for gi, ei in zip(np.asarray(g), np.asarray(e)):
+        aG = float(R.softmax_aG(gi, L))
+        if all(abs(aG - m.cG) > 1e-6 for m in out):
+            out.append(Minimum(1.0 - aG, aG, float(ei), (float(gi),)))
+    return sorted(out, key=lambda m: m.cG)
+
+
+@lru_cache(maxsize=64)
+def _linear_newton(L, V, hyper, form):
+    # The posterior profile's minima are the minima of the 4-d action in (c, u_row, u_bulk):
+    # one joint Newton with the exact Hessian instead of nested solves.
+    if form == "map":
+        fun, lift = R.linear_energy, lambda c: c
+    else:
+        fun = R.linear_posterior_action
+        d_r, d_b = R.residual_dims(L)
+        u0 = jnp.log(jnp.array([d_r, d_b]) * hyper.sigma_g2)
+        lift = lambda c: jnp.concatenate([c, u0.astype(c.dtype)])
+
+    @jax.jit
+    def refine(c, P):
+        f = lambda z: fun(z, P, L, V, hyper)
+        z = R._newton(f, lift(c), steps=60)
+        return z[:2], f(z), jnp.linalg.norm(jax.grad(f)(z)), jnp.linalg.eigvalsh(jax.hessian(f)(z))[0]
+
+    return jax.vmap(refine, (0, None))
+
+
+def _linear_starts(n=4):
+    a = np.linspace(-0.3, 1.2, n)
+    c = np.stack(np.meshgrid(a, a), -1).reshape(-1, 2) + 0.013
+    return c[c.sum(1) > 0]
+
+
+def linear_minima(P, L: int, V: int, hyper: Hyper, form: str = "map") -> list[Minimum]:
+    """Local minima of the linear reduced action (MAP energy or posterior profile) in
+    (c_1, c_G) with rho >= 0 (the action is even in c), by multi-start damped Newton."""
+    c, E, gn, hmin = (np.asarray(x) for x in _linear_newton(L, V, hyper, form)(
+        jnp.asarray(_linear_starts()), P))
+    out: list[Minimum] = []
+    scale = max(1.0, float(np.max(np.abs(E))))
+    for ci, ei, gi, hi in zip(c, E, gn, hmin):
+        if not np.isfinite(ei) or gi > 1e-6 * scale or hi < -1e-9 * scale:
+            continue
+        if ci.sum() < 0:
+            ci = -ci
+        if all(np.hypot(ci[0] - m.c1, ci[1] - m.cG) > 1e-4 for m in out):
+            out.append(Minimum(float(ci[0]), float(ci[1]), float(ei), (float(ci[0]), float(ci[1]))))
+    return sorted(out, key=lambda m: m.c1 + m.cG)
+
+
+# ---------------------------------------------------------------- softmax mean field
+
+
+@lru_cache(maxsize=16)
+def _law(L, sigma_g2, P_max, beta):
+    return R.row_law(jax.random.key(20260601), L, sigma_g2, P_max, beta)
+
+
+def law_for(L: int, hyper: Hyper, P_max: float) -> R.RowLaw:
+    """The cached row law for softmax mean-field work up to ``P_max`` (rounded up to a
+    power of two so that nearby sweeps share it)."""
+    P_max = float(2.0 ** math.ceil(math.log2(max(P_max, 64.0))))
+    return _law(L, float(hyper.sigma_g2), P_max, float(hyper.beta))
+
+
+@lru_cache(maxsize=64)
+def _mf_solver(L, V, hyper):
+    def solve(m, P, law):
+        T = lambda m: R.softmax_mf_map(m, P, L, V, hyper, law)
+        resid = lambda m: m - T(m)
+
+        def body(m, _):
+            step = jnp.linalg.solve(jax.jacfwd(resid)(m), resid(m))
+            return m - jnp.clip(step, -5.0, 5.0), None
+
+        m, _ = jax.lax.scan(body, m, None, length=30)
+        Phi, x, y = R.softmax_free_energy(m, P, L, V, hyper, law)
+        H = R.softmax_mf_hessian(m, P, L, V, hyper, law)
+        return m, jnp.max(jnp.abs(resid(m))), Phi, x, y, jnp.linalg.eigvalsh(H)[0]
+
+    return jax.jit(jax.vmap(solve, (0, None, None)))
+
+
+def softmax_mf_minima(P, L: int, V: int, hyper: Hyper, law: R.RowLaw | None = None) -> list[Minimum]:
+    """Stable phases of the softmax mean field at P: Newton on the self-consistency
+    equations from several starts (multipliers at no copy and at strong copy), kept when
+    converged (|residual| < 1e-8 (1 + |m|)) and a local minimum of Psi."""
+    law = law_for(L, hyper, P) if law is None else law
+    starts = jnp.array([[0.0, 0.0], [-P / L, P / L], [-0.1 * P / L, 0.5 * P / L]])
+    m, res, Phi, x, y, hmin = (np.asarray(v) for v in _mf_solver(L, V, hyper)(starts, P, law))
+    out: list[Minimum] = []
+    for mi, ri, pi, yi, hi in zip(m, res, Phi, y, hmin):
+        if not (np.isfinite(pi) and ri < 1e-8 * (1 + np.abs(mi).max()) and hi > 0):
+            continue
+        aG = float(R.aG_from_y(yi, L))
+        if all(abs(aG - o.cG) > 1e-5 for o in out):
+            out.append(Minimum(1.0 - aG, aG, float(pi), (float(mi[0]), float(mi[1]))))
+    return sorted(out, key=lambda o: o.cG)
+
+
+# ---------------------------------------------------------------- dispatch and curves
+
+
+def minima(P, L: int, V: int, activation: str, hyper: Hyper | None = None,
+           form: str = "map", P_max: float | None = None) -> list[Minimum]:
+    """Every local minimum of the reduced action at P (sorted by the copy order parameter
+    for softmax, by rho for linear). ``P_max``: softmax posterior form only, the largest P
+    of a sweep, so that one row law (and one compilation) serves the whole sweep."""
+    check_activation(activation)
+    check_form(form)
+    L, V = check_size("L", L, 2), check_size("V", V, 2)
+    P = check_P(P)
+    hyper = default_hyper(activation, L) if hyper is None else hyper
+    if activation == "softmax":
+        if form == "map":
+            return softmax_map_minima(P, L, V, hyper)
+        return softmax_mf_minima(P, L, V, hyper, law_for(L, hyper, P_max or P))
+    return linear_minima(P, L, V, hyper, form)
+
+
+def minimum_scalars(m: Minimum, P, L: int, V: int, activation: str, hyper: Hyper, form: str,
+                    law: R.RowLaw | None = None):
+    """(a, r, g, s) of the pattern at a minimum (residual norms included in the linear
+    posterior form)."""
+    if activation == "softmax":
+        a_G = m.cG
+        if form == "map":
+            p, q = R.copy_ansatz(m.coords[0], L)
+            return float(L * (p**2 + (L - 1) * q**2)), float(L), float(L * p), float(L)
+        law = law_for(L, hyper, P) if law is None else law
+        x = float(jax.grad(R.row_cumulant)(m.coords[0], m.coords[1], law))
+        return L * x, float(L), 1.0 + (L - 1) * a_G, float(L)
+    c = jnp.array([m.c1, m.cG])
+    q, r, g, s = (float(v) for v in R._span_scalars(c[0], c[1], L))
+    if form == "posterior":
+        t_r, t_b = np.exp(np.asarray(R.linear_residual_saddle(c, P, L, V, hyper)))
+        return q + t_r + t_b, r + L * t_r, g, s
+    return q, r, g, s
+
+
+def minimum_loss(m: Minimum, P, L, V, activation, hyper, form, law=None) -> float:
+    """Per-sequence loss (W averaged over its posterior) at a minimum."""
+    return float(R.sector_loss(*minimum_scalars(m, P, L, V, activation, hyper, form, law),
+                               P, L, V, hyper))
+
+
+def theory_curve(Ps, L: int, V: int, activation: str, hyper: Hyper | None = None,
+                 form: str = "map") -> dict:
+    """Global and metastable minima along a P grid.
+
+    Returns arrays over P: ``c1, cG, action, loss`` of the global minimum, and
+    ``meta``: a list per P of the other minima as (c1, cG, action, loss) tuples.
+    """
+    Ps = check_P_grid(Ps)
+    hyper = default_hyper(activation, L) if hyper is None else hyper
+    out = {k: [] for k in ("c1", "cG", "action", "loss", "meta", "n_minima")}
+    law = law_for(L, hyper, Ps[-1]) if activation == "softmax" and form == "posterior" else None
+    for P in Ps:
+        ms = minima(P, L, V, activation, hyper, form, P_max=Ps[-1])
+        best = min(ms, key=lambda m: m.action)
+        out["c1"].append(best.c1)
+        out["cG"].append(best.cG)
+        out["action"].append(best.action)
+        out["loss"].append(minimum_loss(best, P, L, V, activation, hyper, form, law))
+        out["n_minima"].append(len(ms))
+        out["meta"].append([(m.c1, m.cG, m.action, minimum_loss(m, P, L, V, activation, hyper, form, law))
+                            for m in ms if m is not best])
+    res = {k: np.asarray(v) for k, v in out.items() if k != "meta"}
+    res["meta"] = out["meta"]
+    res["P"] = Ps
+    return res
+
+
+# ---------------------------------------------------------------- transition points
+
+
+def _bisect(pred, lo, hi, iters=40, rtol=1e-5):
+    """Boundary in log P between pred(lo) and pred(hi) (which must differ)."""
+    plo = pred(lo)
+    for _ in range(iters):
+        mid = math.sqrt(lo * hi)
+        if pred(mid) == plo:
+            lo = mid
+        else:
+            hi = mid
+        if hi / lo < 1 + rtol:
+            break
+    return math.sqrt(lo * hi)
+
+
+def _softmax_transitions(L, V, hyper, form, P_lo, P_hi, n_scan=None):
+    n_scan = n_scan or (48 if form == "map" else 20)
+    mins = lambda P: minima(P, L, V, "softmax", hyper, form, P_max=P_hi)
+    grid = np.geomspace(P_lo, P_hi, n_scan)
+    two = [len(mins(P)) >= 2 for P in grid]
+    if not any(two):
+        # One minimum everywhere: the copy order parameter grows continuously.
+        aG = [mins(P)[0].cG for P in grid]
+        k = int(np.argmax(np.diff(aG) / np.diff(np.log(grid))))
+        return {"P_star": None, "P_spinodal_low": None, "P_spinodal_high": None,
+                "first_order": False, "P_steepest": float(math.sqrt(grid[k] * grid[k + 1])),
+                "aG_jump": 0.0}
+    i0 = two.index(True)
+    i1 = len(two) - 1 - two[::-1].index(True)
+    has_two = lambda P: len(mins(P)) >= 2
+    P_sl = _bisect(has_two, grid[i0 - 1], grid[i0]) if i0 > 0 else None
+    P_sh = _bisect(has_two, grid[i1], grid[i1 + 1]) if i1 < len(grid) - 1 else None
+
+    def copy_wins(P):
+        ms = mins(P)
+        return min(ms, key=lambda m: m.action) is ms[-1] and len(ms) >= 2 or (
+            len(ms) == 1 and P >= grid[i1])
+
+    lo = P_sl * 1.000001 if P_sl else grid[i0]
+    hi = P_sh / 1.000001 if P_sh else grid[i1]
+    P_star = _bisect(copy_wins, lo, hi) if copy_wins(lo) != copy_wins(hi) else None
+    jump = None
+    if P_star is not None:
+        ms = mins(P_star)
+        jump = ms[-1].cG - ms[0].cG
+    return {"P_star": P_star, "P_spinodal_low": P_sl, "P_spinodal_high": P_sh,
+            "first_order": True, "aG_jump": jump}
+
+
+@lru_cache(maxsize=64)
+def _linear_hessian_fn(L, V, hyper, form):
+    fun = R.linear_energy if form == "map" else R.linear_profile
+    return jax.jit(lambda P: jax.hessian(lambda c: fun(c, P, L, V, hyper))(jnp.zeros(2)))
+
+
+def linear_hessian_at_zero(P, L, V, hyper, form):
+    """Hessian of the linear reduced action at the symmetric point c = 0: ``(2, 2)``.
+
+    In the posterior form the residual saddle is even in c, so the profile's Hessian at 0
+    is the (c, c) block of the 4-d Hessian at the saddle (what ``linear_profile`` gives
+    with the saddle held fixed)."""
+    return _linear_hessian_fn(L, V, hyper, form)(P)
+
+
+def _linear_transitions(L, V, hyper, form, P_lo, P_hi):
+    unstable = lambda P: bool(np.linalg.eigvalsh(
+        np.asarray(linear_hessian_at_zero(P, L, V, hyper, form)))[0] < 0)
+    if unstable(P_lo) or not unstable(P_hi):
+        raise ValueError(f"P range [{P_lo}, {P_hi}] does not bracket the linear onset")
+    P_on = _bisect(unstable, P_lo, P_hi)
+    w, v = np.linalg.eigh(np.asarray(linear_hessian_at_zero(P_on * 1.001, L, V, hyper, form)))
+
+    def copy_dominant(P):
+        ms = linear_minima(P, L, V, hyper, form)
+        best = min(ms, key=lambda m: m.action)
+        return best.cG > best.c1
+
+    P_x, hi = None, P_on * 1.01
+    while hi <= P_hi:
+        if copy_dominant(hi):
+            P_x = _bisect(copy_dominant, P_on * 1.0001, hi) if not copy_dominant(P_on * 1.0001) else None
+            break
+        hi *= 1.5
+    onset_dir = v[:, 0] * np.sign(v[:, 0].sum() or 1.0)
+    return {"P_onset": P_on, "P_cross": P_x, "onset_direction": onset_dir.tolist(),
+            "pooling_first": bool(abs(onset_dir[0]) > abs(onset_dir[1]))}
+
+
+def transition_points(L: int, V: int, activation: str, hyper: Hyper | None = None,
+                      form: str = "map", P_range: tuple[float, float] | None = None) -> dict:
+    """Transition points of the reduced theory at (L, V).
+
+    softmax: ``P_star`` (the global minimum switches to the copy branch),
+    ``P_spinodal_low`` (the copy minimum appears), ``P_spinodal_high`` (the uninformed
+    minimum disappears); None where there is only one minimum.
+    linear: ``P_onset`` (the symmetric point c = 0 loses stability), ``P_cross``
+    (c_G = c_1 along the global minimum; None if c_G dominates from the onset on),
+    ``onset_direction`` (unit (c_1, c_G) of the unstable mode).
+    """
+    check_activation(activation)
+    check_form(form)
+    L, V = check_size("L", L, 2), check_size("V", V, 2)
+    hyper = default_hyper(activation, L) if hyper is None else hyper
+    if P_range is None:
+        if activation == "softmax" and form == "posterior":
+            # Bracket by the MAP transition (cheap), widened; keeps the mean-field grid fine.
+            ref = transition_points(L, V, activation, hyper, "map")
+            lo = ref["P_spinodal_low"] or ref.get("P_steepest") or L
+            hi = ref["P_spinodal_high"] or ref.get("P_steepest") or L
+            P_range = (lo / 8, hi * 8)
+        else:
+            P_range = (1.0, 1e4 * L * V * max(1.0, math.log(L)) ** 2)
+    P_lo, P_hi = check_P(P_range[0], "P_range"), check_P(P_range[1], "P_range")
+    if not P_lo < P_hi:
+        raise ValueError(f"P_range must be increasing, got {P_range}")
+    if activation == "softmax":
+        out = _softmax_transitions(L, V, hyper, form, P_lo, P_hi)
+    else:
+        out = _linear_transitions(L, V, hyper, form, P_lo, P_hi)
+    out.update(L=L, V=V, activation=activation, form=form, hyper=tuple(map(float, hyper)))
+    return out

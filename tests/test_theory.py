@@ -1,0 +1,148 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import copyjax as cj
+from copyjax import reduced as R
+from copyjax import theory as T
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sector_action_equals_exact_action_at_expected_stats(seed):
+    L, V, P = 7, 5, 321.0
+    h = cj.Hyper(1.3, 0.7, 0.4)
+    A = jax.random.normal(jax.random.key(seed), (L, L), jnp.float64)
+    E = cj.expected_stats(P, L, V, jnp.float64)
+    np.testing.assert_allclose(R.sector_action(*R.pattern_scalars(A), P, L, V, h),
+                               cj.data_action(A, E, h), rtol=1e-12)
+
+
+def test_reduced_energies_equal_exact_action_on_their_ansatz():
+    L, V, P = 9, 4, 250.0
+    E = cj.expected_stats(P, L, V, jnp.float64)
+    U, S = cj.uniform_matrix(L, jnp.float64), cj.shift_matrix(L, jnp.float64)
+    hl = cj.default_hyper("linear", L)
+    c = jnp.array([0.4, -0.3])
+    np.testing.assert_allclose(R.linear_energy(c, P, L, V, hl),
+                               cj.exact_action(c[0] * U + c[1] * S, E, hl, "linear"), rtol=1e-12)
+    hs = cj.default_hyper("softmax", L)
+    g = 2.3
+    G = g * (S - 1.0 / L)
+    np.testing.assert_allclose(R.softmax_energy(g, P, L, V, hs),
+                               cj.exact_action(G, E, hs, "softmax"), rtol=1e-12)
+    a1, aG = cj.order_parameters(cj.attention(G, "softmax"))
+    np.testing.assert_allclose(aG, R.softmax_aG(g, L), rtol=1e-12)
+    assert cj.coverage(cj.attention(G, "softmax")) > 1 - 1e-12
+
+
+def full_map(L, V, P, activation, G0, steps=3000):
+    """Minimise the exact action over all L^2 entries of G at the expected statistics."""
+    h = cj.default_hyper(activation, L)
+    E = cj.expected_stats(P, L, V, jnp.float64)
+    f = lambda G: cj.exact_action(G, E, h, activation)
+    opt = optax.lbfgs()
+    vg = optax.value_and_grad_from_state(f)
+
+    def body(carry, _):
+        G, s = carry
+        v, g = vg(G, state=s)
+        u, s = opt.update(g, s, G, value=v, grad=g, value_fn=f)
+        return (optax.apply_updates(G, u), s), None
+
+    (G, _), _ = jax.lax.scan(body, (G0, opt.init(G0)), None, length=steps)
+    return G, f(G)
+
+
+@pytest.mark.parametrize("activation, P", [("linear", 900.0), ("softmax", 600.0), ("linear", 200.0)])
+def test_reduced_minima_match_full_map(activation, P):
+    # The full L^2-dimensional MAP from random starts must land on a minimum of the reduced
+    # theory, and the best of them on its global minimum.
+    L, V = 8, 4
+    ms = T.minima(P, L, V, activation, form="map")
+    best = min(ms, key=lambda m: m.action)
+    found = []
+    for seed in range(3):
+        G0 = 0.3 * jax.random.normal(jax.random.key(seed), (L, L), jnp.float64)
+        G, val = jax.jit(full_map, static_argnums=(0, 1, 3))(L, V, P, activation, G0)
+        c1, cG = cj.order_parameters(cj.attention(G, activation))
+        if activation == "linear" and c1 + cG < 0:
+            c1, cG = -c1, -cG
+        found.append((float(val), float(c1), float(cG)))
+        assert min(abs(float(val) - m.action) for m in ms) < 1e-6 * abs(best.action)
+    v, c1, cG = min(found)
+    np.testing.assert_allclose([v, c1, cG], [best.action, best.c1, best.cG], rtol=1e-5, atol=1e-5)
+
+
+def test_linear_residual_saddle_is_stationary():
+    L, V, P = 12, 6, 700.0
+    h = cj.default_hyper("linear", L)
+    c = jnp.array([0.2, 0.1])
+    u = R.linear_residual_saddle(c, P, L, V, h)
+    g = jax.grad(lambda u: R.linear_posterior_action(jnp.concatenate([c, u]), P, L, V, h))(u)
+    assert float(jnp.abs(g).max()) < 1e-8
+
+
+def test_sector_loss_matches_direct_bayes_average():
+    # Per-sequence loss with W averaged over its Gaussian posterior given A, computed from
+    # K, B, M directly: (1/2LP)[PL - 2 tr(Wm B) + tr(Wm K Wm^T) + sw2 tr(K M^-1)].
+    L, V, P = 6, 5, 400.0
+    h = cj.Hyper(1.2, 0.8, 1.0)
+    A = jax.random.normal(jax.random.key(4), (L, L), jnp.float64)
+    E = cj.expected_stats(P, L, V, jnp.float64)
+    K, B = cj.model.stats_contractions(A, E)
+    c = h.beta * h.sigma_w2 / (L * V)
+    M = jnp.eye(V) + c * K
+    Wm = c * B.T @ jnp.linalg.inv(M)
+    direct = (P * L - 2 * jnp.trace(Wm @ B) + jnp.trace(Wm @ K @ Wm.T)
+              + h.sigma_w2 * jnp.trace(K @ jnp.linalg.inv(M))) / (2 * L * P)
+    np.testing.assert_allclose(R.sector_loss(*R.pattern_scalars(A), P, L, V, h), direct, rtol=1e-12)
+    np.testing.assert_allclose(R.sector_loss(0.0, 0.0, 0.0, 0.0, P, L, V, h), 0.5)
+
+
+def test_softmax_first_order_transition_at_64_32():
+    r = T.transition_points(64, 32, "softmax", form="map")
+    assert r["first_order"]
+    assert r["P_spinodal_low"] < r["P_star"] < r["P_spinodal_high"]
+    ms = T.minima(r["P_star"], 64, 32, "softmax")
+    assert len(ms) == 2
+    assert abs(ms[0].action - ms[1].action) < 1e-3 * abs(ms[0].action)
+    assert ms[1].cG - ms[0].cG > 0.3  # a jump, not a gentle slope
+    assert len(T.minima(r["P_spinodal_low"] * 0.98, 64, 32, "softmax")) == 1
+    assert len(T.minima(r["P_spinodal_high"] * 1.02, 64, 32, "softmax")) == 1
+
+
+@pytest.mark.parametrize("form", ["map", "posterior"])
+def test_linear_onset_and_crossover(form):
+    L, V = 32, 16
+    r = T.transition_points(L, V, "linear", form=form)
+    h = cj.default_hyper("linear", L)
+    eig = lambda P: np.linalg.eigvalsh(np.asarray(T.linear_hessian_at_zero(P, L, V, h, form)))[0]
+    assert eig(r["P_onset"] * 0.99) > 0 > eig(r["P_onset"] * 1.01)
+    assert r["pooling_first"]
+    assert r["P_cross"] > r["P_onset"]
+    lo = min(T.minima(r["P_cross"] * 0.9, L, V, "linear", form=form), key=lambda m: m.action)
+    hi = min(T.minima(r["P_cross"] * 1.1, L, V, "linear", form=form), key=lambda m: m.action)
+    assert lo.c1 > lo.cG and hi.cG > hi.c1
+    # continuous onset: the order parameter is small just above P_onset
+    just = min(T.minima(r["P_onset"] * 1.01, L, V, "linear", form=form), key=lambda m: m.action)
+    assert 0 < just.c1 + just.cG < 0.2
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: T.transition_points(16, 8, "softmax", form="mle"), "form"),
+        (lambda: T.transition_points(16, 8, "relu"), "activation"),
+        (lambda: T.transition_points(1, 8, "softmax"), "L"),
+        (lambda: T.theory_curve([], 16, 8, "softmax"), "Ps"),
+        (lambda: T.theory_curve([10, 5], 16, 8, "softmax"), "Ps"),
+        (lambda: T.theory_curve([-1, 5], 16, 8, "softmax"), "Ps"),
+        (lambda: T.minima(0, 16, 8, "softmax"), "P"),
+        (lambda: T.transition_points(16, 8, "softmax", P_range=(10, 5)), "P_range"),
+    ],
+)
+def test_bad_input(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
