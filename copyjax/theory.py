@@ -195,8 +195,15 @@ def softmax_mf_minima(P, L: int, V: int, hyper: Hyper, law: R.RowLaw | None = No
     equations from several starts (multipliers at no copy and at strong copy), kept when
     converged (|residual| < 1e-8 (1 + |m|)) and a local minimum of Psi."""
     law = law_for(L, hyper, P) if law is None else law
-    starts = jnp.array([[0.0, 0.0], [-P / L, P / L], [-0.1 * P / L, 0.5 * P / L]])
+    s = P / L
+    starts = jnp.array([[0.0, 0.0], [-s, s], [-0.1 * s, 0.5 * s]])
     m, res, Phi, x, y, hmin = (np.asarray(v) for v in _mf_solver(L, V, hyper)(starts, P, law))
+    if not np.any(res < 1e-8 * (1 + np.abs(m).max(axis=1))):
+        # Newton can overshoot from all three; retry from a wider fan of starts.
+        wide = jnp.array([[-a * s, b * s] for a in (0.01, 0.3, 3.0) for b in (0.05, 0.2, 2.0)])
+        more = _mf_solver(L, V, hyper)(wide, P, law)
+        m, res, Phi, x, y, hmin = (np.concatenate([u, np.asarray(v)]) for u, v in
+                                   zip((m, res, Phi, x, y, hmin), more))
     out: list[Minimum] = []
     for mi, ri, pi, yi, hi in zip(m, res, Phi, y, hmin):
         if not (np.isfinite(pi) and ri < 1e-8 * (1 + np.abs(mi).max()) and hi > 0):
@@ -304,8 +311,8 @@ def _softmax_transitions(L, V, hyper, form, P_lo, P_hi, n_scan=None):
     two = [len(mins(P)) >= 2 for P in grid]
     if not any(two):
         # One minimum everywhere: the copy order parameter grows continuously.
-        aG = [mins(P)[0].cG for P in grid]
-        k = int(np.argmax(np.diff(aG) / np.diff(np.log(grid))))
+        aG = [max(mins(P), key=lambda m: -m.action).cG if mins(P) else np.nan for P in grid]
+        k = int(np.nanargmax(np.diff(aG) / np.diff(np.log(grid))))
         return {"P_star": None, "P_spinodal_low": None, "P_spinodal_high": None,
                 "first_order": False, "P_steepest": float(math.sqrt(grid[k] * grid[k + 1])),
                 "aG_jump": 0.0}

@@ -1,0 +1,211 @@
+"""Run thousands of chains at once: ``lax.scan`` over ``vmap(step)``, sharded over devices.
+
+Chain i uses the key ``fold_in(key, i)`` and, at step t, ``fold_in(fold_in(key, i), t)``:
+its draws do not depend on how many chains run or how they are split over devices.
+The chain axis is sharded over ``jax.devices()`` with a ``NamedSharding``; the run is a
+Python loop over blocks of steps (one compiled function), which drives the progress bar
+and lets callers checkpoint between blocks.
+"""
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import Callable, NamedTuple
+
+import blackjax
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+try:
+    from jax import shard_map
+except ImportError:  # older jax
+    from jax.experimental.shard_map import shard_map
+
+from copyjax._checks import check_size
+
+
+class Samples(NamedTuple):
+    """Output of ``run_chains``.
+
+    ``draws``: dict name -> ``(chain, draw)`` arrays of the observed scalars;
+    ``final``: the final sampler states (chain axis first); ``divergent``: ``(chain,)`` bool,
+    True for chains whose state turned non-finite (left out of every summary);
+    ``info``: dict of per-chain means of numeric kernel infos (e.g. acceptance rate).
+    """
+
+    draws: dict
+    final: object
+    divergent: np.ndarray
+    info: dict
+
+
+def chain_mesh(devices=None) -> Mesh:
+    """A 1-d mesh named ``chains`` over the given (default: all) devices."""
+    devices = jax.devices() if devices is None else devices
+    return Mesh(np.asarray(devices), ("chains",))
+
+
+def chain_keys(key, n_chains: int):
+    """Per-chain keys ``fold_in(key, i)``, ``i = 0..n_chains-1``."""
+    return jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n_chains))
+
+
+def _check_run(num_steps, burn_in, thin, n_chains):
+    check_size("num_steps", num_steps, 1)
+    check_size("thin", thin, 1)
+    check_size("n_chains", n_chains, 1)
+    if isinstance(burn_in, bool) or not isinstance(burn_in, int) or burn_in < 0:
+        raise ValueError(f"burn_in must be an integer >= 0, got {burn_in!r}")
+    if burn_in >= num_steps:
+        raise ValueError(f"burn_in must be < num_steps = {num_steps}, got {burn_in}")
+    if (num_steps - burn_in) // thin < 1:
+        raise ValueError(f"thin must be <= num_steps - burn_in = {num_steps - burn_in}, got {thin}")
+
+
+def run_chains(key, algorithm, init_positions, observe: Callable, *, num_steps: int,
+               burn_in: int = 0, thin: int = 1, devices=None, progress: bool = False,
+               desc: str = "chains", block_draws: int | None = None,
+               chain_block: int | None = None, chain_ids=None) -> Samples:
+    """Run ``n_chains`` chains of a blackjax ``SamplingAlgorithm``.
+
+    ``init_positions``: pytree with a leading chain axis. ``observe(position) -> dict`` of
+    scalars recorded every ``thin`` steps after ``burn_in`` steps, giving
+    ``(num_steps - burn_in) // thin`` draws per chain.
+
+    ``chain_block``: chains are stepped ``chain_block`` at a time under ``vmap`` (a
+    ``lax.map`` runs over the blocks of a device). The default is one block per device.
+    XLA picks matmul blockings by batch size, so two runs agree bit for bit when they use
+    the same ``chain_block``, whatever the device count.
+
+    ``chain_ids``: the chain indices used for the keys (default ``0..n_chains-1``), so one
+    chain of a large run can be rerun alone.
+    """
+    n_chains = jax.tree.leaves(init_positions)[0].shape[0]
+    _check_run(num_steps, burn_in, thin, n_chains)
+    num_draws = (num_steps - burn_in) // thin
+    mesh = chain_mesh(devices)
+    n_dev = mesh.size
+    if chain_block is None:
+        chain_block = -(-n_chains // n_dev)
+    chain_block = check_size("chain_block", chain_block, 1)
+    # pad to whole blocks on every device; padded chains are dropped at the end
+    n_pad = -n_chains % (n_dev * chain_block)
+    pad = lambda x: jnp.concatenate([x, jnp.repeat(x[:1], n_pad, 0)]) if n_pad else x
+    shard = NamedSharding(mesh, PartitionSpec("chains"))
+    positions = jax.device_put(jax.tree.map(pad, init_positions), shard)
+    ids = jnp.arange(n_chains) if chain_ids is None else jnp.asarray(chain_ids)
+    if ids.shape != (n_chains,):
+        raise ValueError(f"chain_ids must have shape ({n_chains},), got {ids.shape}")
+    keys = jax.device_put(pad(jax.vmap(lambda i: jax.random.fold_in(key, i))(ids)), shard)
+    states = jax.jit(jax.vmap(algorithm.init))(positions)
+
+    def one(state, k, t):
+        new, info = algorithm.step(jax.random.fold_in(k, t), state)
+        return new, info
+
+    def blocked(s, keys, t):
+        # (chains, ...) -> (blocks, chain_block, ...): vmap inside a block, lax.map across.
+        split = lambda x: x.reshape((-1, chain_block) + x.shape[1:])
+        out = jax.lax.map(lambda a: jax.vmap(one, (0, 0, None))(a[0], a[1], t),
+                          (jax.tree.map(split, s), split(keys)))
+        return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), out)
+
+    spec = PartitionSpec("chains")
+
+    @partial(jax.jit, static_argnums=(3,))
+    def advance(states, keys, t0, n):
+        # shard_map: every device runs the same per-device program on its own chains, so
+        # the arithmetic of a chain does not depend on the device count.
+        def local(states, keys, t0):
+            def body(carry, t):
+                s, acc = carry
+                s, info = blocked(s, keys, t)
+                acc = jax.tree.map(lambda a, x: a + x.astype(a.dtype), acc, _numeric(info))
+                return (s, acc), None
+
+            acc0 = jax.tree.map(lambda x: jnp.zeros(x.shape, jnp.float32),
+                                _numeric(jax.eval_shape(lambda s: blocked(s, keys, 0)[1], states)))
+            (states, acc), _ = jax.lax.scan(body, (states, acc0), t0 + jnp.arange(n))
+            return states, acc
+
+        return shard_map(local, mesh=mesh, in_specs=(spec, spec, PartitionSpec()),
+                         out_specs=(spec, spec), check_vma=False)(states, keys, t0)
+
+    @jax.jit
+    def obs(states):
+        def local(states):
+            split = lambda x: x.reshape((-1, chain_block) + x.shape[1:])
+            out = jax.lax.map(jax.vmap(lambda st: observe(st.position)), jax.tree.map(split, states))
+            return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), out)
+
+        return shard_map(local, mesh=mesh, in_specs=(spec,), out_specs=spec, check_vma=False)(states)
+
+    block_draws = block_draws or max(1, math.ceil(num_draws / 50))
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=num_steps, desc=desc, unit="step")
+    t = 0
+    info_sum = None
+    if burn_in:
+        states, acc = advance(states, keys, t, burn_in)
+        t += burn_in
+        info_sum = acc
+        if bar:
+            bar.update(burn_in)
+    draws = []
+    while len(draws) < num_draws:
+        nb = min(block_draws, num_draws - len(draws))
+        for _ in range(nb):
+            states, acc = advance(states, keys, t, thin)
+            t += thin
+            info_sum = acc if info_sum is None else jax.tree.map(jnp.add, info_sum, acc)
+            draws.append(obs(states))
+        if bar:
+            bar.update(nb * thin)
+    if bar:
+        bar.close()
+    stacked = {k: np.stack([np.asarray(d[k]) for d in draws], axis=1)[:n_chains] for k in draws[0]}
+    leaves = [np.asarray(x)[:n_chains] for x in jax.tree.leaves(states)]
+    finite_state = np.all([np.all(np.isfinite(x.reshape(n_chains, -1)), axis=1) for x in leaves
+                           if np.issubdtype(x.dtype, np.floating)], axis=0)
+    finite_draws = np.all([np.all(np.isfinite(v), axis=1) for v in stacked.values()], axis=0)
+    final = jax.tree.map(lambda x: x[:n_chains], states)
+    info = {k: np.asarray(v)[:n_chains] / num_steps for k, v in (info_sum or {}).items()}
+    return Samples(stacked, final, ~(finite_state & finite_draws), info)
+
+
+def _numeric(info) -> dict:
+    """The float/bool fields of a kernel info NamedTuple, as a dict."""
+    if not hasattr(info, "_fields"):
+        return {}
+    return {k: v for k, v in info._asdict().items()
+            if hasattr(v, "dtype") and (jnp.issubdtype(v.dtype, jnp.floating) or v.dtype == jnp.bool_)}
+
+
+def summarize(draws: np.ndarray, divergent: np.ndarray | None = None) -> dict:
+    """Mean, sd, Monte Carlo standard error, R-hat and ESS of ``draws: (chain, draw)``
+    over the non-divergent chains (blackjax ``rhat`` / ``ess``, numpyro split R-hat)."""
+    import numpyro.diagnostics as nd
+
+    x = np.asarray(draws, dtype=float)
+    keep = np.ones(x.shape[0], bool) if divergent is None else ~np.asarray(divergent)
+    x = x[keep]
+    out = {"n_chains": int(x.shape[0]), "n_divergent": int((~keep).sum())}
+    if x.shape[0] == 0:
+        return out | {k: float("nan") for k in ("mean", "sd", "mcse", "rhat", "split_rhat", "ess")}
+    out["mean"] = float(x.mean())
+    out["sd"] = float(x.std(ddof=1)) if x.size > 1 else 0.0
+    if x.shape[0] >= 2 and x.shape[1] >= 4:
+        ess = float(blackjax.ess(jnp.asarray(x), chain_axis=0, sample_axis=1))
+        out["ess"] = ess
+        out["rhat"] = float(blackjax.rhat(jnp.asarray(x), chain_axis=0, sample_axis=1))
+        out["split_rhat"] = float(nd.split_gelman_rubin(x[:, :, None])[0])
+        out["mcse"] = out["sd"] / math.sqrt(max(ess, 1.0))
+    else:
+        out.update(ess=float("nan"), rhat=float("nan"), split_rhat=float("nan"),
+                   mcse=out["sd"] / math.sqrt(max(x.size, 1)))
+    return out

@@ -1,0 +1,84 @@
+"""The network posterior over (W, G) as the samplers and optimisers see it.
+
+Two paths to the log posterior and its gradient:
+  * ``logdensity_from_stats``: full batch and exact through the statistics C, O(L^2 V^2)
+    per evaluation whatever P is;
+  * ``sequence_loglik``: one sequence's log-likelihood, for minibatch estimators
+    (blackjax's ``grad_estimator`` scales the minibatch mean by P).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from copyjax._checks import check_activation, check_size
+from copyjax.data import copy_targets, one_hot
+from copyjax.model import attention, log_likelihood_from_stats, log_prior, shift_matrix
+from copyjax.order import coverage, order_parameters
+
+
+class Params(NamedTuple):
+    """Network parameters: readout ``W: (V, V)``, attention scores ``G: (L, L)``."""
+
+    W: jax.Array
+    G: jax.Array
+
+
+def init_params(key, L: int, V: int, hyper, dtype=jnp.float32) -> Params:
+    """A draw from the prior: ``W ~ N(0, sigma_w2 / V)``, ``G ~ N(0, sigma_g2)``."""
+    L, V = check_size("L", L, 2), check_size("V", V, 2)
+    kw, kg = jax.random.split(key)
+    W = jnp.sqrt(hyper.sigma_w2 / V) * jax.random.normal(kw, (V, V), dtype)
+    G = jnp.sqrt(hyper.sigma_g2) * jax.random.normal(kg, (L, L), dtype)
+    return Params(W, G)
+
+
+def copy_init(key, L: int, V: int, hyper, activation: str, dtype=jnp.float32) -> Params:
+    """A start on the copy branch: ``W = I``, G the copy pattern (softmax: logit
+    ``log L + 2`` at the previous token, so a_G ~ 0.9) plus prior-scale noise on W."""
+    check_activation(activation)
+    p = init_params(key, L, V, hyper, dtype)
+    strength = jnp.log(L) + 2.0 if activation == "softmax" else 1.0
+    return Params(jnp.eye(V, dtype=dtype) + 0.1 * p.W, strength * shift_matrix(L, dtype))
+
+
+def logdensity_from_stats(params: Params, stats, hyper, activation: str) -> jax.Array:
+    """Exact log posterior ``log p(W, G | data)`` (unnormalised) through the statistics."""
+    A = attention(params.G, activation)
+    return log_likelihood_from_stats(params.W, A, stats, hyper.beta) + log_prior(
+        params.W, params.G, hyper)
+
+
+def sequence_loglik(params: Params, tokens, hyper, activation: str) -> jax.Array:
+    """Log-likelihood of one sequence ``tokens: (L,)``: ``-beta/(2L) sum_l ||y - W h||^2``."""
+    V, L = params.W.shape[0], params.G.shape[-1]
+    A = attention(params.G, activation)
+    x = one_hot(tokens, V, A.dtype)
+    f = (A @ x) @ params.W.T
+    y = one_hot(copy_targets(tokens), V, A.dtype)
+    return -hyper.beta * jnp.sum((y - f) ** 2) / (2 * L)
+
+
+def observables(params: Params, stats, hyper, activation: str) -> dict[str, jax.Array]:
+    """Scalars recorded along chains and training runs: order parameters (and the
+    sign-invariant ones for linear attention), coverage, per-sequence training loss,
+    log posterior."""
+    A = attention(params.G, activation)
+    c1, cG = order_parameters(A)
+    P = jnp.trace(stats[0, 0]).astype(A.dtype)
+    ll = log_likelihood_from_stats(params.W, A, stats, hyper.beta)
+    out = {
+        "c1": c1,
+        "cG": cG,
+        "coverage": coverage(A),
+        "loss": -ll / (hyper.beta * P),
+        "logpost": ll + log_prior(params.W, params.G, hyper),
+    }
+    if activation == "linear":
+        s = jnp.where(c1 + cG < 0, -1.0, 1.0).astype(c1.dtype)
+        out["abs_rho"] = jnp.abs(c1 + cG)
+        out["signed_c1"] = s * c1
+        out["signed_cG"] = s * cG
+    return out

@@ -1,0 +1,54 @@
+"""Print the transition points of the reduced theory for each (L, V) given.
+
+    python scripts/transitions.py --LV 64,32 32,16 64,8 [--json out.json]
+
+softmax: P* (global minimum switches), spinodals, jump of a_G; linear: onset P_1 and
+crossover P_x (c_G = c_1 along the global minimum); both the MAP and the posterior forms,
+default hyperparameters (beta = sigma_w2 = 1, sigma_g2 = 1 softmax, 1/L linear).
+"""
+import argparse
+import json
+
+import jax
+
+import copyjax as cj
+
+
+def _pair(s):
+    try:
+        L, V = (int(x) for x in s.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--LV takes L,V pairs like 64,32, got {s!r}") from None
+    if L < 2 or V < 2:
+        raise argparse.ArgumentTypeError(f"--LV needs L >= 2 and V >= 2, got {s!r}")
+    return L, V
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--LV", type=_pair, nargs="+", default=[(64, 32), (32, 16), (64, 8)],
+                    help="L,V pairs (default: 64,32 32,16 64,8)")
+    ap.add_argument("--forms", nargs="+", choices=["map", "posterior"], default=["map", "posterior"])
+    ap.add_argument("--json", help="also write the results to this JSON file")
+    a = ap.parse_args(argv)
+    jax.config.update("jax_enable_x64", True)
+    rows = []
+    fmt = lambda v: "-" if v is None else f"{v:.0f}"
+    print("| L | V | form | softmax P* | spinodals | a_G jump | linear P_1 | linear P_x |")
+    print("|---:|---:|---|---:|---|---:|---:|---:|")
+    for L, V in a.LV:
+        for form in a.forms:
+            s = cj.transition_points(L, V, "softmax", form=form)
+            lin = cj.transition_points(L, V, "linear", form=form)
+            rows.append({"softmax": s, "linear": lin})
+            jump = "-" if not s["first_order"] else f"{s['aG_jump']:.3f}"
+            print(f"| {L} | {V} | {form} | {fmt(s['P_star'])} | {fmt(s['P_spinodal_low'])}-"
+                  f"{fmt(s['P_spinodal_high'])} | {jump} | {fmt(lin['P_onset'])} | "
+                  f"{fmt(lin['P_cross'])} |", flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
