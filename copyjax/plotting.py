@@ -1,0 +1,154 @@
+"""Figures of the phase diagram (matplotlib, Agg). Each function takes the combined results
+of ``scripts/phase_diagram.py`` and writes PNG and PDF."""
+from __future__ import annotations
+
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+ACT_LABEL = {"softmax": ("a_1", "a_G"), "linear": ("c_1 (sign-fixed)", "c_G (sign-fixed)")}
+
+
+def _save(fig, out, name):
+    paths = []
+    for ext in ("png", "pdf"):
+        p = os.path.join(out, f"{name}.{ext}")
+        fig.savefig(p, dpi=130, bbox_inches="tight")
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+def _points(res, act):
+    return [p for p in res["points"] if p["activation"] == act]
+
+
+def order_parameters(res, out):
+    acts = res["activations"]
+    fig, axes = plt.subplots(1, len(acts), figsize=(6.2 * len(acts), 4.4), squeeze=False)
+    for ax, act in zip(axes[0], acts):
+        th = res["theory"][act]
+        for key, color, name in (("c1", "tab:blue", ACT_LABEL[act][0]), ("cG", "tab:red", ACT_LABEL[act][1])):
+            ax.plot(th["P"], th[key], "-", color=color, lw=2, label=f"theory MAP, global: {name}")
+            mp = [(P, m[0 if key == "c1" else 1]) for P, ms in zip(th["P"], th["meta"]) for m in ms]
+            if mp:
+                ax.plot(*zip(*mp), "--", color=color, lw=1, alpha=0.8, label=f"metastable {name}")
+            pts = _points(res, act)
+            Ps = [p["P"] for p in pts]
+            ax.plot(Ps, [p["theory_posterior"]["global"][key] for p in pts], "x", color=color,
+                    ms=8, label=f"theory posterior form: {name}")
+            for start, mk, off in (("prior", "o", 0.97), ("copy", "s", 1.03)):
+                if f"sgld_{start}" in pts[0]:
+                    m = [p[f"sgld_{start}"][key]["mean"] for p in pts]
+                    sd = [p[f"sgld_{start}"][key]["sd"] for p in pts]
+                    ax.errorbar(np.array(Ps) * off, m, sd, fmt=mk, color=color, mfc="none",
+                                capsize=2, label=f"SGLD from {start}: {name}")
+            if "adam_global" in pts[0]:
+                ax.plot(Ps, [p["adam_global"][key] for p in pts], "^", color=color, ms=7,
+                        label=f"Adam (global-min runs): {name}")
+        for k, ls in (("P_star", ":"), ("P_onset", ":"), ("P_cross", "-.")):
+            v = res["transitions"][act].get(k)
+            if v:
+                ax.axvline(v, color="gray", ls=ls, lw=1)
+                ax.text(v, 1.02, k.replace("P_", "P_"), rotation=90, va="bottom", ha="right",
+                        fontsize=7, color="gray", transform=ax.get_xaxis_transform())
+        ax.set_xscale("log")
+        ax.set_xlabel("P (training sequences)")
+        ax.set_ylabel("order parameter")
+        ax.set_title(f"{act} attention, L={res['config']['L']}, V={res['config']['V']}")
+        ax.legend(fontsize=6, loc="best")
+    return _save(fig, out, "order_parameters")
+
+
+def losses(res, out):
+    acts = res["activations"]
+    fig, axes = plt.subplots(1, len(acts), figsize=(6 * len(acts), 4), squeeze=False)
+    for ax, act in zip(axes[0], acts):
+        th = res["theory"][act]
+        ax.plot(th["P"], th["loss"], "-k", lw=2, label="theory MAP (W averaged)")
+        pts = _points(res, act)
+        Ps = [p["P"] for p in pts]
+        ax.plot(Ps, [p["theory_posterior"]["global"]["loss"] for p in pts], "xk", label="theory posterior form")
+        for start, mk in (("prior", "o"), ("copy", "s")):
+            if f"sgld_{start}" in pts[0]:
+                ax.plot(Ps, [p[f"sgld_{start}"]["loss"]["mean"] for p in pts], mk, mfc="none",
+                        label=f"SGLD train, from {start}")
+                ax.plot(Ps, [p[f"sgld_{start}"]["test_loss"] for p in pts], mk, alpha=0.5,
+                        label=f"SGLD test, from {start}")
+        if "adam_global" in pts[0]:
+            ax.plot(Ps, [p["adam_global"]["loss"] for p in pts], "^", label="Adam train")
+            ax.plot(Ps, [p["adam_global"]["test_loss"] for p in pts], "v", label="Adam test")
+        ax.set_xscale("log")
+        ax.set_xlabel("P")
+        ax.set_ylabel("loss per sequence")
+        ax.set_title(f"{act}: loss vs P")
+        ax.legend(fontsize=7)
+    return _save(fig, out, "loss")
+
+
+def histograms(res, arrays, out):
+    acts = res["activations"]
+    fig, axes = plt.subplots(1, len(acts), figsize=(6 * len(acts), 4), squeeze=False)
+    for ax, act in zip(axes[0], acts):
+        pts = _points(res, act)
+        tr = res["transitions"][act]
+        ref = tr.get("P_star") or tr.get("P_onset") or tr.get("P_steepest") or pts[len(pts) // 2]["P"]
+        order = np.argsort([abs(np.log(p["P"] / ref)) for p in pts])[:3]
+        key = "cG" if act == "softmax" else "c1"
+        for i in sorted(order):
+            p = pts[i]
+            a = arrays[(act, p["P"])]
+            vals = np.concatenate([a[f"sgld_{s}_{key}"].ravel() for s in ("prior", "copy")
+                                   if f"sgld_{s}_{key}" in a])
+            ax.hist(vals, bins=40, histtype="step", density=True, lw=1.5, label=f"P={p['P']}")
+        ax.set_xlabel(("a_G" if act == "softmax" else "c_1 (sign-fixed)") + " (SGLD draws, both starts)")
+        ax.set_ylabel("density")
+        ax.set_title(f"{act}: posterior draws near the transition")
+        ax.legend(fontsize=8)
+    return _save(fig, out, "histograms")
+
+
+def adam_curves(res, arrays, out):
+    acts = res["activations"]
+    fig, axes = plt.subplots(1, len(acts), figsize=(6 * len(acts), 4), squeeze=False)
+    for ax, act in zip(axes[0], acts):
+        pts = _points(res, act)
+        if "adam_global" not in pts[0]:
+            continue
+        idx = sorted({0, len(pts) // 2, len(pts) - 1})
+        for i in idx:
+            p = pts[i]
+            a = arrays[(act, p["P"])]
+            curves = a["adam_prior_loss_curve"]
+            line = ax.plot(a["adam_steps"], curves[0], lw=1.5, label=f"P={p['P']}")[0]
+            for c in curves[1:]:
+                ax.plot(a["adam_steps"], c, lw=0.6, alpha=0.5, color=line.get_color())
+        ax.set_xscale("log")
+        ax.set_xlabel("Adam step")
+        ax.set_ylabel("training loss per sequence")
+        ax.set_title(f"{act}: Adam from the prior")
+        ax.legend(fontsize=8)
+    return _save(fig, out, "adam_curves")
+
+
+def coverage(res, out):
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for act in res["activations"]:
+        pts = _points(res, act)
+        Ps = [p["P"] for p in pts]
+        for start, mk in (("prior", "o"), ("copy", "s")):
+            if f"sgld_{start}" in pts[0]:
+                ax.plot(Ps, [p[f"sgld_{start}"]["coverage"]["mean"] for p in pts], mk + "-",
+                        mfc="none", label=f"{act}, SGLD from {start}")
+        if "adam_global" in pts[0]:
+            ax.plot(Ps, [p["adam_global"]["coverage"] for p in pts], "^--", label=f"{act}, Adam")
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("P")
+    ax.set_ylabel("coverage of span{U, S}")
+    ax.legend(fontsize=7)
+    return _save(fig, out, "coverage")

@@ -1,0 +1,247 @@
+"""Phase diagram of copy-head emergence: theory, SGLD on (W, G) and Adam on one P grid.
+
+    python scripts/phase_diagram.py --L 64 --V 32            # default, ~minutes on 2 CPU cores
+    python scripts/phase_diagram.py --L 16 --V 8 --quick     # seconds
+    python scripts/phase_diagram.py --L 64 --V 32 --full     # thousands of chains (GPU)
+
+Writes into --out: points/ (one file per (activation, P), written atomically; a killed run
+resumes from them), results.json, results.npz, summary.csv and the figures (PNG + PDF).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import sys
+import time
+
+PRESETS = {
+    "default": dict(chains=8, steps=800, adam_seeds=4, adam_steps=800, n_P=7),
+    "quick": dict(chains=4, steps=300, adam_seeds=2, adam_steps=300, n_P=4),
+    "full": dict(chains=2048, steps=20000, adam_seeds=256, adam_steps=5000, n_P=16),
+}
+
+
+def positive_int(name):
+    def f(s):
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {s!r}") from None
+        if v < 1:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {v}")
+        return v
+    return f
+
+
+def nonneg_int(name):
+    def f(s):
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {s!r}") from None
+        if v < 0:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {v}")
+        return v
+    return f
+
+
+def positive_float(name):
+    def f(s):
+        try:
+            v = float(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {s!r}") from None
+        if not (math.isfinite(v) and v > 0):
+            raise argparse.ArgumentTypeError(f"{name} must be a finite number > 0, got {s!r}")
+        return v
+    return f
+
+
+def parser():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--L", type=positive_int("--L"), default=64, help="sequence length (>= 2)")
+    ap.add_argument("--V", type=positive_int("--V"), default=32, help="vocabulary size (>= 2)")
+    ap.add_argument("--activation", choices=["softmax", "linear", "both"], default="both")
+    ap.add_argument("--P-min", type=positive_float("--P-min"), help="smallest P (default: from theory)")
+    ap.add_argument("--P-max", type=positive_float("--P-max"), help="largest P (default: from theory)")
+    ap.add_argument("--n-P", type=positive_int("--n-P"), help="number of log-spaced P values")
+    ap.add_argument("--P", type=positive_int("--P"), nargs="+", help="explicit P values (overrides the range)")
+    ap.add_argument("--chains", type=nonneg_int("--chains"), help="SGLD chains per start (0: no SGLD)")
+    ap.add_argument("--steps", type=positive_int("--steps"), help="SGLD steps per chain (half are burn-in)")
+    ap.add_argument("--step-size", type=positive_float("--step-size"),
+                    help="SGLD step size (default: automatic, 0.05 / largest curvature in W)")
+    ap.add_argument("--batch", type=nonneg_int("--batch"), default=0,
+                    help="SGLD minibatch of sequences (0: exact full-batch gradient via statistics)")
+    ap.add_argument("--adam-seeds", type=nonneg_int("--adam-seeds"), help="Adam runs per start (0: none)")
+    ap.add_argument("--adam-steps", type=positive_int("--adam-steps"))
+    ap.add_argument("--adam-lr", type=positive_float("--adam-lr"), default=1e-2)
+    ap.add_argument("--beta", type=positive_float("--beta"), default=1.0)
+    ap.add_argument("--sigma-w2", type=positive_float("--sigma-w2"), default=1.0)
+    ap.add_argument("--sigma-g2", type=positive_float("--sigma-g2"),
+                    help="prior variance of G (default: 1 softmax, 1/L linear)")
+    ap.add_argument("--seed", type=nonneg_int("--seed"), default=0)
+    ap.add_argument("--out", default=None, help="output folder (default: results/L{L}_V{V})")
+    ap.add_argument("--overwrite", action="store_true", help="replace an --out holding another configuration")
+    ap.add_argument("--quick", action="store_true", help="tiny preset (seconds)")
+    ap.add_argument("--full", action="store_true", help="GPU preset (thousands of chains)")
+    ap.add_argument("--no-progress", action="store_true")
+    return ap
+
+
+def build_config(a, ap):
+    if a.quick and a.full:
+        ap.error("--quick and --full contradict each other; give at most one")
+    if a.L < 2:
+        ap.error(f"--L must be >= 2, got {a.L}")
+    if a.V < 2:
+        ap.error(f"--V must be >= 2, got {a.V}")
+    preset = PRESETS["quick" if a.quick else "full" if a.full else "default"]
+    pick = lambda v, k: preset[k] if v is None else v
+    acts = ["softmax", "linear"] if a.activation == "both" else [a.activation]
+    if a.P_min and a.P_max and a.P_min >= a.P_max:
+        ap.error(f"--P-min ({a.P_min}) must be smaller than --P-max ({a.P_max})")
+    return {
+        "L": a.L, "V": a.V, "activations": acts, "chains": pick(a.chains, "chains"),
+        "steps": pick(a.steps, "steps"), "step_size": a.step_size, "batch": a.batch,
+        "adam_seeds": pick(a.adam_seeds, "adam_seeds"), "adam_steps": pick(a.adam_steps, "adam_steps"),
+        "adam_lr": a.adam_lr, "adam_rtol": 1e-3, "beta": a.beta, "sigma_w2": a.sigma_w2,
+        "sigma_g2": {"softmax": a.sigma_g2 or 1.0, "linear": a.sigma_g2 or 1.0 / a.L},
+        "seed": a.seed, "test_P": 2000, "n_P": pick(a.n_P, "n_P"),
+        "P_explicit": sorted(set(a.P)) if a.P else None, "P_min": a.P_min, "P_max": a.P_max,
+    }
+
+
+def main(argv=None):
+    ap = parser()
+    a = ap.parse_args(argv)
+    cfg = build_config(a, ap)
+    out = a.out or os.path.join("results", f"L{a.L}_V{a.V}")
+    try:
+        os.makedirs(os.path.join(out, "points"), exist_ok=True)
+        probe = os.path.join(out, ".write-test")
+        open(probe, "w").close()
+        os.unlink(probe)
+    except OSError as e:
+        ap.error(f"--out {out!r} is not writable: {e.strerror}")
+
+    import jax
+    import numpy as np
+
+    jax.config.update("jax_enable_x64", True)  # theory in float64; chains stay float32
+    import copyjax as cj
+    from copyjax import experiments as E, plotting
+
+    from copyjax.experiments import config_hash
+
+    cfg_file = os.path.join(out, "config.json")
+    if os.path.exists(cfg_file):
+        with open(cfg_file) as f:
+            old = json.load(f)
+        if old != cfg and not a.overwrite:
+            print(f"error: --out {out!r} holds results of a different configuration "
+                  f"(hash {config_hash(old)} vs {config_hash(cfg)}); use another --out or pass "
+                  f"--overwrite", file=sys.stderr)
+            return 2
+        if old != cfg:
+            for fn in os.listdir(os.path.join(out, "points")):
+                os.unlink(os.path.join(out, "points", fn))
+    E.atomic_write_bytes(cfg_file, json.dumps(cfg, indent=1).encode())
+
+    t_start = time.perf_counter()
+    transitions = {}
+    for act in cfg["activations"]:
+        h = cj.Hyper(cfg["beta"], cfg["sigma_w2"], cfg["sigma_g2"][act])
+        transitions[act] = cj.transition_points(a.L, a.V, act, h, "map")
+    if cfg["P_explicit"]:
+        Ps = np.array(cfg["P_explicit"], float)
+    else:
+        marks = [v for t in transitions.values() for k in ("P_star", "P_spinodal_low",
+                 "P_spinodal_high", "P_onset", "P_cross", "P_steepest") if (v := t.get(k))]
+        lo = cfg["P_min"] or 0.4 * min(marks)
+        hi = cfg["P_max"] or 2.0 * max(marks)
+        Ps = np.geomspace(lo, hi, cfg["n_P"])
+    Ps = np.unique(np.maximum(1, np.round(Ps)).astype(int))
+    if Ps.size == 0:
+        ap.error("the P grid is empty")
+
+    from tqdm.auto import tqdm
+
+    points, arrays = [], {}
+    jobs = [(act, int(P), i) for act in cfg["activations"] for i, P in enumerate(Ps)]
+    reused = 0
+    for act, P, i in tqdm(jobs, desc="phase diagram", unit="point", disable=a.no_progress):
+        s, arr, was = E.load_or_run_point(cfg, out, act, P, i, progress=not a.no_progress)
+        reused += was
+        points.append(s)
+        arrays[(act, P)] = arr
+
+    theory = {}
+    for act in cfg["activations"]:
+        h = cj.Hyper(cfg["beta"], cfg["sigma_w2"], cfg["sigma_g2"][act])
+        fine = np.geomspace(Ps[0], Ps[-1], 60)
+        theory[act] = {k: (v.tolist() if hasattr(v, "tolist") else v)
+                       for k, v in cj.theory_curve(fine, a.L, a.V, act, h, "map").items()}
+    res = {"config": cfg, "activations": cfg["activations"], "P_grid": Ps.tolist(),
+           "transitions": transitions, "theory": theory, "points": points,
+           "versions": {m: __import__(m).__version__ for m in
+                        ("jax", "jaxlib", "blackjax", "optax", "numpyro", "chex", "numpy", "copyjax")},
+           "wall_s_total": time.perf_counter() - t_start, "points_reused": reused}
+    E.atomic_write_bytes(os.path.join(out, "results.json"),
+                         json.dumps(res, indent=1, default=float).encode())
+    flat = {f"{act}_P{P}_{k}": v for (act, P), arr in arrays.items() for k, v in arr.items()}
+    E.atomic_savez(os.path.join(out, "results.npz"), **flat)
+    with open(os.path.join(out, "summary.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["activation", "P", "theory_c1", "theory_cG", "theory_loss", "post_c1", "post_cG",
+                    "sgld_prior_cG", "sgld_prior_cG_sd", "sgld_copy_cG", "sgld_copy_cG_sd",
+                    "sgld_rhat_cG", "sgld_ess_cG", "sgld_divergent", "adam_cG", "adam_n_global",
+                    "sgld_loss", "adam_loss", "adam_test_loss", "coverage", "wall_s"])
+        for p in points:
+            sp, sc = p.get("sgld_prior", {}), p.get("sgld_copy", {})
+            ad = p.get("adam_global", {})
+            g = lambda d, k, q: d.get(k, {}).get(q, "")
+            w.writerow([p["activation"], p["P"], p["theory_map"]["global"]["c1"],
+                        p["theory_map"]["global"]["cG"], p["theory_map"]["global"]["loss"],
+                        p["theory_posterior"]["global"]["c1"], p["theory_posterior"]["global"]["cG"],
+                        g(sp, "cG", "mean"), g(sp, "cG", "sd"), g(sc, "cG", "mean"), g(sc, "cG", "sd"),
+                        g(sp, "cG", "rhat"), g(sp, "cG", "ess"),
+                        g(sp, "cG", "n_divergent"), ad.get("cG", ""), ad.get("n", ""),
+                        g(sp, "loss", "mean"), ad.get("loss", ""), ad.get("test_loss", ""),
+                        g(sp, "coverage", "mean"), p["wall_s"]])
+    figs = []
+    figs += plotting.order_parameters(res, out)
+    figs += plotting.losses(res, out)
+    if cfg["chains"]:
+        figs += plotting.histograms(res, arrays, out)
+        figs += plotting.coverage(res, out)
+    if cfg["adam_seeds"]:
+        figs += plotting.adam_curves(res, arrays, out)
+
+    print(f"\ncopyjax phase diagram, L={a.L}, V={a.V}: {len(points)} points "
+          f"({reused} reused) in {res['wall_s_total']:.0f} s -> {out}")
+    for act in cfg["activations"]:
+        t = transitions[act]
+        if act == "softmax":
+            print(f"  softmax theory (MAP): P* = {t['P_star'] or float('nan'):.0f}, spinodals "
+                  f"{t['P_spinodal_low'] or float('nan'):.0f}-{t['P_spinodal_high'] or float('nan'):.0f}")
+        else:
+            print(f"  linear theory (MAP): P_1 = {t['P_onset']:.0f}, P_x = {t['P_cross'] or float('nan'):.0f}")
+        key = "cG" if act == "softmax" else "c1"
+        for p in [q for q in points if q["activation"] == act]:
+            sp, sc, ad = p.get("sgld_prior"), p.get("sgld_copy"), p.get("adam_global")
+            line = f"    P={p['P']:>7}: theory {key}={p['theory_map']['global'][key]:.3f} cG={p['theory_map']['global']['cG']:.3f}"
+            if sp:
+                line += f" | SGLD cG prior {sp['cG']['mean']:.3f} copy {sc['cG']['mean']:.3f}"
+            if ad:
+                line += f" | Adam cG {ad['cG']:.3f} ({ad['n']}/{ad['of']})"
+            print(line)
+    print("  figures: " + ", ".join(os.path.basename(f) for f in figs if f.endswith(".png")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
