@@ -1,0 +1,83 @@
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "scripts", "phase_diagram.py")
+TINY = ["--L", "4", "--V", "3", "--P", "20", "60", "--chains", "2", "--steps", "20",
+        "--adam-seeds", "2", "--adam-steps", "20", "--no-progress"]
+
+
+def run(args, **kw):
+    env = dict(os.environ, XLA_FLAGS="")
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True,
+                          env=env, timeout=900, **kw)
+
+
+def strip(points):
+    return [{k: v for k, v in p.items() if k != "wall_s"} for p in points]
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("pd"))
+    r = run(TINY + ["--activation", "softmax", "--out", out])
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out, r
+
+
+def test_end_to_end_writes_results_and_plots(first_run):
+    out, r = first_run
+    for name in ("results.json", "results.npz", "summary.csv", "config.json",
+                 "order_parameters.png", "order_parameters.pdf", "loss.png", "histograms.png",
+                 "adam_curves.png", "coverage.png"):
+        assert os.path.getsize(os.path.join(out, name)) > 0, name
+    res = json.load(open(os.path.join(out, "results.json")))
+    assert [p["P"] for p in res["points"]] == [20, 60]
+    p = res["points"][0]
+    assert set(p) >= {"theory_map", "theory_posterior", "sgld_prior", "sgld_copy", "adam_global"}
+    assert p["sgld_prior"]["cG"]["n_chains"] == 2
+    z = np.load(os.path.join(out, "results.npz"))
+    assert z["softmax_P20_sgld_prior_cG"].shape == (2, 10)  # (chain, draw)
+    assert "P=" in r.stdout and "softmax theory" in r.stdout
+
+
+def test_resume_after_interruption_gives_identical_results(first_run):
+    out, _ = first_run
+    before = json.load(open(os.path.join(out, "results.json")))
+    # a run killed while computing point 1 leaves no summary for it
+    os.unlink(os.path.join(out, "points", "softmax_001.json"))
+    r = run(TINY + ["--activation", "softmax", "--out", out])
+    assert r.returncode == 0, r.stderr[-3000:]
+    after = json.load(open(os.path.join(out, "results.json")))
+    assert after["points_reused"] == 1
+    assert strip(after["points"]) == strip(before["points"])
+
+
+def test_mismatched_out_is_refused(first_run):
+    out, _ = first_run
+    r = run(TINY + ["--activation", "softmax", "--out", out, "--seed", "3"])
+    assert r.returncode == 2 and "different configuration" in r.stderr
+
+
+@pytest.mark.parametrize("args, word", [
+    (["--L", "1"], "--L"), (["--V", "0"], "--V"), (["--L", "4.5"], "--L"),
+    (["--seed", "-1"], "--seed"), (["--quick", "--full"], "--quick"),
+    (["--P-min", "100", "--P-max", "10"], "--P-min"), (["--P", "0"], "--P"),
+    (["--steps", "0"], "--steps"), (["--step-size", "-1"], "--step-size"),
+])
+def test_bad_arguments_exit_2_with_message(args, word, tmp_path):
+    r = run(args + ["--out", str(tmp_path)])
+    assert r.returncode == 2
+    assert word in r.stderr and "Traceback" not in r.stderr
+
+
+def test_unwritable_out(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = run(["--out", str(blocker / "sub")])
+    assert r.returncode == 2 and "--out" in r.stderr and "Traceback" not in r.stderr
