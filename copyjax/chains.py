@@ -67,7 +67,7 @@ def _check_run(num_steps, burn_in, thin, n_chains):
 def run_chains(key, algorithm, init_positions, observe: Callable, *, num_steps: int,
                burn_in: int = 0, thin: int = 1, devices=None, progress: bool = False,
                desc: str = "chains", block_draws: int | None = None,
-               chain_block: int | None = None, chain_ids=None) -> Samples:
+               chain_block: int | None = None, chain_ids=None, data=None) -> Samples:
     """Run ``n_chains`` chains of a blackjax ``SamplingAlgorithm``.
 
     ``init_positions``: pytree with a leading chain axis. ``observe(position) -> dict`` of
@@ -81,6 +81,11 @@ def run_chains(key, algorithm, init_positions, observe: Callable, *, num_steps: 
 
     ``chain_ids``: the chain indices used for the keys (default ``0..n_chains-1``), so one
     chain of a large run can be rerun alone.
+
+    ``data``: if given, ``algorithm`` is a hashable spec with ``build(data) ->
+    SamplingAlgorithm`` and ``observe`` is called as ``observe(position, data)``. The data
+    (statistics, step size, ...) then enter the compiled functions as arguments, so a sweep
+    over P with fixed shapes compiles once.
     """
     n_chains = jax.tree.leaves(init_positions)[0].shape[0]
     _check_run(num_steps, burn_in, thin, n_chains)
@@ -99,48 +104,10 @@ def run_chains(key, algorithm, init_positions, observe: Callable, *, num_steps: 
     if ids.shape != (n_chains,):
         raise ValueError(f"chain_ids must have shape ({n_chains},), got {ids.shape}")
     keys = jax.device_put(pad(jax.vmap(lambda i: jax.random.fold_in(key, i))(ids)), shard)
-    states = jax.jit(jax.vmap(algorithm.init))(positions)
-
-    def one(state, k, t):
-        new, info = algorithm.step(jax.random.fold_in(k, t), state)
-        return new, info
-
-    def blocked(s, keys, t):
-        # (chains, ...) -> (blocks, chain_block, ...): vmap inside a block, lax.map across.
-        split = lambda x: x.reshape((-1, chain_block) + x.shape[1:])
-        out = jax.lax.map(lambda a: jax.vmap(one, (0, 0, None))(a[0], a[1], t),
-                          (jax.tree.map(split, s), split(keys)))
-        return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), out)
-
-    spec = PartitionSpec("chains")
-
-    @partial(jax.jit, static_argnums=(3,))
-    def advance(states, keys, t0, n):
-        # shard_map: every device runs the same per-device program on its own chains, so
-        # the arithmetic of a chain does not depend on the device count.
-        def local(states, keys, t0):
-            def body(carry, t):
-                s, acc = carry
-                s, info = blocked(s, keys, t)
-                acc = jax.tree.map(lambda a, x: a + x.astype(a.dtype), acc, _numeric(info))
-                return (s, acc), None
-
-            acc0 = jax.tree.map(lambda x: jnp.zeros(x.shape, jnp.float32),
-                                _numeric(jax.eval_shape(lambda s: blocked(s, keys, 0)[1], states)))
-            (states, acc), _ = jax.lax.scan(body, (states, acc0), t0 + jnp.arange(n))
-            return states, acc
-
-        return shard_map(local, mesh=mesh, in_specs=(spec, spec, PartitionSpec()),
-                         out_specs=(spec, spec), check_vma=False)(states, keys, t0)
-
-    @jax.jit
-    def obs(states):
-        def local(states):
-            split = lambda x: x.reshape((-1, chain_block) + x.shape[1:])
-            out = jax.lax.map(jax.vmap(lambda st: observe(st.position)), jax.tree.map(split, states))
-            return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), out)
-
-        return shard_map(local, mesh=mesh, in_specs=(spec,), out_specs=spec, check_vma=False)(states)
+    static = dict(algorithm=algorithm, observe=observe, mesh=mesh, chain_block=chain_block)
+    states = _init(positions, data, algorithm=algorithm)
+    advance = lambda states, keys, t0, n: _advance(states, keys, t0, data, n=n, **static)
+    obs = lambda states: _observe(states, data, **static)
 
     block_draws = block_draws or max(1, math.ceil(num_draws / 50))
     bar = None
@@ -176,6 +143,67 @@ def run_chains(key, algorithm, init_positions, observe: Callable, *, num_steps: 
     final = jax.tree.map(lambda x: x[:n_chains], states)
     info = {k: np.asarray(v)[:n_chains] / num_steps for k, v in (info_sum or {}).items()}
     return Samples(stacked, final, ~(finite_state & finite_draws), info)
+
+
+def _build(algorithm, data):
+    return algorithm if data is None else algorithm.build(data)
+
+
+def _see(observe, position, data):
+    return observe(position) if data is None else observe(position, data)
+
+
+@partial(jax.jit, static_argnames=("algorithm",))
+def _init(positions, data, *, algorithm):
+    return jax.vmap(_build(algorithm, data).init)(positions)
+
+
+def _blocked(alg, chain_block, s, keys, t):
+    """One step of every chain: (chains, ...) -> (blocks, chain_block, ...), vmap inside a
+    block and lax.map across blocks."""
+    one = lambda state, k: alg.step(jax.random.fold_in(k, t), state)
+    split = lambda x: x.reshape((-1, chain_block) + x.shape[1:])
+    out = jax.lax.map(lambda a: jax.vmap(one)(a[0], a[1]), (jax.tree.map(split, s), split(keys)))
+    return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), out)
+
+
+_SPEC = PartitionSpec("chains")
+
+
+@partial(jax.jit, static_argnames=("algorithm", "observe", "mesh", "chain_block", "n"))
+def _advance(states, keys, t0, data, *, algorithm, observe, mesh, chain_block, n):
+    """n steps of every chain. shard_map: each device runs the same per-device program on
+    its own chains, so a chain's arithmetic does not depend on the device count."""
+    def local(states, keys, t0, data):
+        alg = _build(algorithm, data)
+        step = lambda s, t: _blocked(alg, chain_block, s, keys, t)
+
+        def body(carry, t):
+            s, acc = carry
+            s, info = step(s, t)
+            acc = jax.tree.map(lambda a, x: a + x.astype(a.dtype), acc, _numeric(info))
+            return (s, acc), None
+
+        acc0 = jax.tree.map(lambda x: jnp.zeros(x.shape, jnp.float32),
+                            _numeric(jax.eval_shape(step, states, 0)[1]))
+        (states, acc), _ = jax.lax.scan(body, (states, acc0), t0 + jnp.arange(n))
+        return states, acc
+
+    rep = PartitionSpec()
+    return shard_map(local, mesh=mesh, in_specs=(_SPEC, _SPEC, rep, rep),
+                     out_specs=(_SPEC, _SPEC), check_vma=False)(states, keys, t0, data)
+
+
+@partial(jax.jit, static_argnames=("algorithm", "observe", "mesh", "chain_block"))
+def _observe(states, data, *, algorithm, observe, mesh, chain_block):
+    def local(states, data):
+        split = lambda x: x.reshape((-1, chain_block) + x.shape[1:])
+        out = jax.lax.map(jax.vmap(lambda st: _see(observe, st.position, data)),
+                          jax.tree.map(split, states))
+        return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), out)
+
+    return shard_map(local, mesh=mesh, in_specs=(_SPEC, PartitionSpec()), out_specs=_SPEC,
+                     check_vma=False)(states, data)
 
 
 def _numeric(info) -> dict:

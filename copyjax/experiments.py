@@ -98,21 +98,20 @@ def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = F
 
     eps = cfg["step_size"] or auto_step_size(P, V, hyper)
     summary["step_size"] = eps
-    obs = lambda p: {k: v for k, v in network.observables(p, stats, hyper, activation).items()
-                     if k in OBS_KEYS}
+    obs = network.Observer(hyper, activation, OBS_KEYS)
+    data = {"stats": stats, "step_size": jnp.asarray(eps, jnp.float32)}
     if cfg["batch"]:
         # the same sequences the statistics count (same chunking and keys)
-        tokens = streamed_tokens(k_data, P, L, V)
-        alg = samplers.sgld(None, hyper, activation, eps, tokens=tokens,
-                            batch_size=min(cfg["batch"], P))
+        data["tokens"] = streamed_tokens(k_data, P, L, V)
+        alg = samplers.NetworkSampler(hyper, activation, "sgld", min(cfg["batch"], P))
     else:
-        alg = samplers.sgld(stats, hyper, activation, eps)
+        alg = samplers.NetworkSampler(hyper, activation, "sgld")
     for start in ("prior", "copy"):
         ki = jax.random.fold_in(k_init, start == "copy")
         if cfg["chains"]:
             init = training.init_ensemble(ki, cfg["chains"], L, V, hyper, activation, start)
             s = chains.run_chains(jax.random.fold_in(k_chain, start == "copy"), alg, init, obs,
-                                  num_steps=cfg["steps"], burn_in=cfg["steps"] // 2,
+                                  data=data, num_steps=cfg["steps"], burn_in=cfg["steps"] // 2,
                                   thin=max(1, cfg["steps"] // 100), progress=progress,
                                   desc=f"{activation} P={P} sgld/{start}")
             draws = _signed(s.draws, activation)

@@ -82,3 +82,16 @@ def observables(params: Params, stats, hyper, activation: str) -> dict[str, jax.
         out["signed_c1"] = s * c1
         out["signed_cG"] = s * cG
     return out
+
+
+class Observer(NamedTuple):
+    """Hashable ``observe(position, data)`` for ``chains.run_chains(..., data=...)``:
+    ``observables`` with the statistics from ``data["stats"]``, restricted to ``keys``."""
+
+    hyper: object
+    activation: str
+    keys: tuple = ("c1", "cG", "coverage", "loss", "logpost")
+
+    def __call__(self, position: Params, data) -> dict:
+        out = observables(position, data["stats"], self.hyper, self.activation)
+        return {k: out[k] for k in self.keys}

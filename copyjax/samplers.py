@@ -163,3 +163,25 @@ def mala_marginal(stats, hyper, activation: str, step_size: float) -> SamplingAl
         return -(data_action(A, stats, hyper) + 0.5 * jnp.sum(G**2) / hyper.sigma_g2)
 
     return blackjax.mala(logdensity, step_size)
+
+
+class NetworkSampler(NamedTuple):
+    """Hashable description of a network sampler; ``build(data)`` makes the blackjax
+    ``SamplingAlgorithm`` from ``data = {"stats", "step_size"[, "tokens"]}``. Passing it with
+    ``data`` to ``chains.run_chains`` keeps the statistics out of the compiled code, so one
+    compilation serves a whole sweep over P."""
+
+    hyper: object
+    activation: str
+    kind: str = "sgld"  # "sgld", "psgld" or "mala"
+    batch_size: int | None = None
+
+    def build(self, data) -> SamplingAlgorithm:
+        if self.kind == "mala":
+            return blackjax.mala(
+                lambda p: logdensity_from_stats(p, data["stats"], self.hyper, self.activation),
+                data["step_size"])
+        make = {"sgld": sgld, "psgld": psgld}[self.kind]
+        return make(data.get("stats"), self.hyper, self.activation,
+                    lambda t: data["step_size"], tokens=data.get("tokens"),
+                    batch_size=self.batch_size)

@@ -6,6 +6,7 @@ order parameters and the log posterior every ``record_every`` steps.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -52,13 +53,32 @@ def train_ensemble(key, init: Params, stats, hyper, activation: str, *, steps: i
     record_every = check_size("record_every", record_every, 1)
     if not learning_rate > 0:
         raise ValueError(f"learning_rate must be > 0, got {learning_rate!r}")
-    if tokens is None:
-        loss = lambda p, k: -logdensity_from_stats(p, stats, hyper, activation)
-    else:
+    if tokens is not None:
         P = tokens.shape[0]
         batch_size = check_size("batch_size", batch_size, 1)
         if batch_size > P:
             raise ValueError(f"batch_size must be in [1, P] = [1, {P}], got {batch_size}")
+    n = jax.tree.leaves(init)[0].shape[0]
+    keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n))
+    final, curves, final_obs = _train(
+        init, keys, stats, tokens, hyper=hyper, activation=activation, steps=steps,
+        learning_rate=float(learning_rate), record_every=record_every, batch_size=batch_size)
+    n_rec = steps // record_every
+    return Ensemble({k: np.asarray(v) for k, v in curves.items()},
+                    record_every * (1 + np.arange(n_rec)), final,
+                    {k: np.asarray(v) for k, v in final_obs.items()})
+
+
+@partial(jax.jit, static_argnames=("hyper", "activation", "steps", "learning_rate",
+                                   "record_every", "batch_size"))
+def _train(init, keys, stats, tokens, *, hyper, activation, steps, learning_rate,
+           record_every, batch_size):
+    # Module-level and jitted with the data as arguments: one compilation per shape, reused
+    # across a sweep over P.
+    if tokens is None:
+        loss = lambda p, k: -logdensity_from_stats(p, stats, hyper, activation)
+    else:
+        P = tokens.shape[0]
 
         def loss(p, k):
             idx = jax.random.randint(k, (batch_size,), 0, P)
@@ -83,12 +103,8 @@ def train_ensemble(key, init: Params, stats, hyper, activation: str, *, steps: i
         (p, _), curves = jax.lax.scan(outer, (p, opt.init(p)), jnp.arange(n_rec))
         return p, curves
 
-    n = jax.tree.leaves(init)[0].shape[0]
-    keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n))
-    final, curves = jax.jit(jax.vmap(run_one))(init, keys)
-    return Ensemble({k: np.asarray(v) for k, v in curves.items()},
-                    record_every * (1 + np.arange(n_rec)), final,
-                    {k: np.asarray(v) for k, v in jax.jit(jax.vmap(obs))(final).items()})
+    final, curves = jax.vmap(run_one)(init, keys)
+    return final, curves, jax.vmap(obs)(final)
 
 
 def reached_global(final_logpost, rtol: float = 1e-3, reference: float | None = None) -> np.ndarray:
