@@ -18,7 +18,7 @@ import sys
 import time
 
 PRESETS = {
-    "default": dict(chains=8, steps=800, adam_seeds=4, adam_steps=800, n_P=7),
+    "default": dict(chains=8, steps=400, adam_seeds=4, adam_steps=300, n_P=6),
     "quick": dict(chains=4, steps=300, adam_seeds=2, adam_steps=300, n_P=4),
     "full": dict(chains=2048, steps=20000, adam_seeds=256, adam_steps=5000, n_P=16),
 }
@@ -78,7 +78,7 @@ def parser():
                     help="SGLD minibatch of sequences (0: exact full-batch gradient via statistics)")
     ap.add_argument("--adam-seeds", type=nonneg_int("--adam-seeds"), help="Adam runs per start (0: none)")
     ap.add_argument("--adam-steps", type=positive_int("--adam-steps"))
-    ap.add_argument("--adam-lr", type=positive_float("--adam-lr"), default=1e-2)
+    ap.add_argument("--adam-lr", type=positive_float("--adam-lr"), default=2e-2)
     ap.add_argument("--beta", type=positive_float("--beta"), default=1.0)
     ap.add_argument("--sigma-w2", type=positive_float("--sigma-w2"), default=1.0)
     ap.add_argument("--sigma-g2", type=positive_float("--sigma-g2"),
