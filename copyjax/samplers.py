@@ -119,10 +119,15 @@ def psgld(stats=None, hyper=None, activation: str = "softmax", step_size=1e-3, *
     bias vanishes as v stops changing.
     """
     check_activation(activation)
-    schedule = _check_step_size(step_size)
     grad = _grad_fn(stats, tokens, batch_size, hyper, activation)
+    return psgld_from_grad(grad, step_size, alpha, eps_reg)
 
-    def init(position: Params) -> PSGLDState:
+
+def psgld_from_grad(grad, step_size, alpha: float = 0.99, eps_reg: float = 1e-5) -> SamplingAlgorithm:
+    """pSGLD for any target; ``grad(rng_key, position)`` as in ``sgld_from_grad``."""
+    schedule = _check_step_size(step_size)
+
+    def init(position) -> PSGLDState:
         g = grad(jax.random.key(0), position)
         sq = jax.tree.map(lambda x: x * x, g)
         return PSGLDState(position, sq, jnp.zeros((), jnp.int32))

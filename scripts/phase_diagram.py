@@ -24,28 +24,24 @@ PRESETS = {
 }
 
 
-def positive_int(name):
+def int_at_least(name, minimum):
     def f(s):
         try:
             v = int(s)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name} must be an integer, got {s!r}") from None
-        if v < 1:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {v}")
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"{name} must be >= {minimum}, got {v}")
         return v
     return f
+
+
+def positive_int(name):
+    return int_at_least(name, 1)
 
 
 def nonneg_int(name):
-    def f(s):
-        try:
-            v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {s!r}") from None
-        if v < 0:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {v}")
-        return v
-    return f
+    return int_at_least(name, 0)
 
 
 def positive_float(name):
