@@ -110,20 +110,24 @@ class PSGLDState(NamedTuple):
 
 def psgld(stats=None, hyper=None, activation: str = "softmax", step_size=1e-3, *,
           tokens=None, batch_size: int | None = None, alpha: float = 0.99,
-          eps_reg: float = 1e-5) -> SamplingAlgorithm:
+          eps_reg: float = 1e-5, adapt_steps: int | None = None) -> SamplingAlgorithm:
     """RMSprop-preconditioned SGLD: ``x += eps D grad + sqrt(2 eps D) xi``,
     ``D = 1 / (sqrt(v) + eps_reg)``, ``v`` the running mean of squared gradients.
 
     D adapts to the very different curvatures of W and G at large beta P / L, so one
-    step size serves both. The Gamma (divergence of D) term is dropped, as usual; its
-    bias vanishes as v stops changing.
+    step size serves both. The Gamma (divergence of D) term is dropped, as usual; a D that
+    keeps adapting to the chain's own state is then biased (measured: +14 % and +33 % in
+    the variances of a badly scaled Gaussian). With ``adapt_steps`` the preconditioner is
+    frozen after that many steps (use the burn-in): a fixed D needs no Gamma term and the
+    chain targets the posterior up to the usual O(eps) discretisation bias.
     """
     check_activation(activation)
     grad = _grad_fn(stats, tokens, batch_size, hyper, activation)
-    return psgld_from_grad(grad, step_size, alpha, eps_reg)
+    return psgld_from_grad(grad, step_size, alpha, eps_reg, adapt_steps)
 
 
-def psgld_from_grad(grad, step_size, alpha: float = 0.99, eps_reg: float = 1e-5) -> SamplingAlgorithm:
+def psgld_from_grad(grad, step_size, alpha: float = 0.99, eps_reg: float = 1e-5,
+                    adapt_steps: int | None = None) -> SamplingAlgorithm:
     """pSGLD for any target; ``grad(rng_key, position)`` as in ``sgld_from_grad``."""
     schedule = _check_step_size(step_size)
 
@@ -136,7 +140,8 @@ def psgld_from_grad(grad, step_size, alpha: float = 0.99, eps_reg: float = 1e-5)
         kb, kn = jax.random.split(rng_key)
         eps = schedule(state.step)
         g = grad(kb, state.position)
-        sq = jax.tree.map(lambda v, x: alpha * v + (1 - alpha) * x * x, state.sq_avg, g)
+        a = alpha if adapt_steps is None else jnp.where(state.step < adapt_steps, alpha, 1.0)
+        sq = jax.tree.map(lambda v, x: a * v + (1 - a) * x * x, state.sq_avg, g)
         D = jax.tree.map(lambda v: 1.0 / (jnp.sqrt(v) + eps_reg), sq)
         leaves, tdef = jax.tree.flatten(state.position)
         keys = jax.tree.unflatten(tdef, list(jax.random.split(kn, len(leaves))))
