@@ -221,12 +221,27 @@ def softmax_free_energy(m, P, L: int, V: int, hyper, law: RowLaw):
     return Phi, x, y
 
 
+def row_moments(m, law: RowLaw):
+    """``Lambda`` and its first two derivatives at ``m = (lam_a, mu_g)`` in one pass:
+    the tilted mean ``(x, y)`` and covariance ``(C_nn, C_np, C_pp)`` of a row's (n, p).
+    Same values as autodiff of ``row_cumulant``, but its own gradient is one reverse
+    pass (nested ``jax.hessian`` under ``jax.grad`` costs several): this is what makes
+    NUTS in order-parameter space affordable."""
+    n, p = _row_stats(law)
+    logits = law.logw[:, None] - jnp.log(law.log_z1.shape[0]) + m[..., 0] * n + m[..., 1] * p
+    Lam = jax.nn.logsumexp(logits)
+    w = jnp.exp(logits - Lam)
+    x, y = jnp.sum(w * n), jnp.sum(w * p)
+    dn, dp = n - x, p - y
+    return Lam, x, y, jnp.sum(w * dn * dn), jnp.sum(w * dn * dp), jnp.sum(w * dp * dp)
+
+
 def softmax_posterior_action(m, P, L: int, V: int, hyper, law: RowLaw):
     """Negative log posterior density of the mean-field macrostate in the coordinates
     ``m = (lam_a, mu_g)``: ``Phi - log det Hess Lambda`` (Jacobian of m -> (x, y))."""
-    Phi, _, _ = softmax_free_energy(m, P, L, V, hyper, law)
-    H = jax.hessian(lambda v: row_cumulant(v[0], v[1], law))(m)
-    return Phi - jnp.linalg.slogdet(H)[1]
+    Lam, x, y, cnn, cnp, cpp = row_moments(m, law)
+    Phi = sector_action(L * x, L, L * y, L, P, L, V, hyper) + L * (m[0] * x + m[1] * y - Lam)
+    return Phi - jnp.log(cnn * cpp - cnp**2)
 
 
 def aG_from_y(y, L: int):

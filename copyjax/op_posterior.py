@@ -1,0 +1,226 @@
+"""Posterior sampling directly in order-parameter space (blackjax NUTS, vmapped chains).
+
+The reduced posterior forms of ``copyjax.reduced`` are low-dimensional densities:
+    linear:  ``z = (c_1, c_G, log t_row, log t_bulk)``, ``-log p = linear_posterior_action``
+             (exact at the expected statistics; 4-d);
+    softmax: the mean-field macrostate in its multipliers ``m = (lam_a, mu_g)``,
+             ``-log p = softmax_posterior_action`` (2-d; exact as L -> infinity).
+Both can be multimodal (two phases in a first-order window; +-c for linear attention),
+and a barrier of height ~L keeps a local sampler in the mode it starts in. So the chains
+start from the modes with probabilities equal to the modes' Laplace masses
+``exp(-S_k) det(H_k)^(-1/2)`` (drawn from the Laplace Gaussian of their mode), and each
+chain runs blackjax NUTS with its mode's step size (blackjax ``window_adaptation``) and
+inverse mass matrix. Within a mode the draws are exact MCMC; the split between the modes
+is the Laplace estimate. Linear attention's +-c modes carry the same mass: only +c is run
+and the sign-invariant order parameters are reported.
+"""
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import NamedTuple
+
+import blackjax
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from copyjax import reduced as R
+from copyjax._checks import check_activation, check_size
+from copyjax.chains import chain_keys, summarize
+from copyjax.hyper import Hyper, default_hyper
+from copyjax.theory import check_P, law_for, linear_minima, softmax_mf_minima
+
+
+def sampling_law(L: int, hyper: Hyper, P_max: float, n_bulk: int = 64, n_z: int = 256) -> R.RowLaw:
+    """The row law the softmax sampler uses by default: 64 bulk draws and 256 quadrature
+    nodes (12x fewer points than ``theory.law_for``, 20x cheaper gradients). Its modes and
+    weights are computed with the same law, so the sampler is self-consistent; its P* can
+    differ from the ``transition_points(form="posterior")`` value by the bulk Monte Carlo
+    error (docs/theory.md section 10)."""
+    P_max = float(2.0 ** math.ceil(math.log2(max(P_max, 64.0))))
+    return R.row_law(jax.random.key(20260601), L, float(hyper.sigma_g2), P_max, float(hyper.beta),
+                     n_bulk=n_bulk, n_z=n_z)
+
+
+class OPSamples(NamedTuple):
+    """Draws of the reduced posterior at one P.
+
+    ``draws``: dict name -> ``(chain, draw)`` arrays: ``c1, cG`` (a_1, a_G for softmax;
+    sign-fixed by rho = c_1 + c_G >= 0 for linear) and ``loss`` (expected per-sequence
+    loss, W averaged over its posterior); ``mode``: ``(chain,)`` index of the start mode;
+    ``modes``: ``(n_modes, dim)`` mode coordinates; ``weights``: their Laplace masses
+    (sum 1); ``divergent``: ``(chain,)`` count of NUTS divergent transitions;
+    ``acceptance``: ``(chain,)`` mean acceptance rate.
+    """
+
+    draws: dict
+    mode: np.ndarray
+    modes: np.ndarray
+    weights: np.ndarray
+    divergent: np.ndarray
+    acceptance: np.ndarray
+
+
+def _action_fn(P, L, V, activation, hyper, law):
+    if activation == "linear":
+        return lambda z: R.linear_posterior_action(z, P, L, V, hyper)
+    return lambda m: R.softmax_posterior_action(m, P, L, V, hyper, law)
+
+
+def _observe_fn(P, L, V, activation, hyper, law):
+    """coordinates -> dict of (c1, cG, loss)."""
+    if activation == "linear":
+        def observe(z):
+            c1, cG, t_r, t_b = z[0], z[1], jnp.exp(z[2]), jnp.exp(z[3])
+            q, r, g, s = R._span_scalars(c1, cG, L)
+            sign = jnp.where(c1 + cG < 0, -1.0, 1.0)
+            loss = R.sector_loss(q + t_r + t_b, r + L * t_r, g, s, P, L, V, hyper)
+            return {"c1": sign * c1, "cG": sign * cG, "loss": loss}
+        return observe
+
+    def observe(m):
+        _, x, y, _, _, _ = R.row_moments(m, law)
+        aG = R.aG_from_y(y, L)
+        return {"c1": 1.0 - aG, "cG": aG, "loss": R.sector_loss(L * x, L, L * y, L, P, L, V, hyper)}
+    return observe
+
+
+def posterior_modes(P, L: int, V: int, activation: str, hyper: Hyper | None = None,
+                    law=None):
+    """Modes of the reduced posterior density at P with their Laplace masses.
+
+    Returns ``(modes: (k, dim), actions: (k,), covs: (k, dim, dim), weights: (k,))``.
+    The starts are the posterior-form minima of ``copyjax.theory.minima``; each is refined
+    by damped Newton on the density itself (for softmax the density in m carries the
+    Jacobian ``det Hess Lambda``, which shifts the mode slightly off the mean-field phase).
+    """
+    hyper = default_hyper(activation, L) if hyper is None else hyper
+    starts = []
+    if activation == "softmax" and law is None:
+        law = sampling_law(L, hyper, P)
+    found = (linear_minima(P, L, V, hyper, "posterior") if activation == "linear"
+             else softmax_mf_minima(P, L, V, hyper, law))
+    for m in found:
+        if activation == "linear":
+            c = jnp.array([m.c1, m.cG])
+            starts.append(jnp.concatenate([c, R.linear_residual_saddle(c, P, L, V, hyper)]))
+        else:
+            starts.append(jnp.array(m.coords))
+    fun = _action_fn(P, L, V, activation, hyper, law)
+    modes, actions, covs = [], [], []
+    for x0 in starts:
+        x = R._newton(fun, x0)
+        H = np.asarray(jax.hessian(fun)(x))
+        w = np.linalg.eigvalsh(H)
+        if not (np.all(np.isfinite(H)) and w[0] > 0):
+            continue
+        if any(np.allclose(np.asarray(x), o, rtol=1e-6, atol=1e-8) for o in modes):
+            continue
+        modes.append(np.asarray(x))
+        actions.append(float(fun(x)))
+        covs.append(np.linalg.inv(H))
+    if not modes:
+        raise RuntimeError(f"no mode of the {activation} posterior found at P={P}")
+    actions = np.asarray(actions)
+    logw = -actions - 0.5 * np.array([np.linalg.slogdet(np.linalg.inv(c))[1] for c in covs])
+    weights = np.exp(logw - logw.max())
+    return np.stack(modes), actions, np.stack(covs), weights / weights.sum()
+
+
+@partial(jax.jit, static_argnames=("L", "V", "activation", "hyper", "n_draws", "n_warmup", "thin"))
+def _run_nuts(keys, x0, step_size, imm, P, law, *, L, V, activation, hyper, n_draws, n_warmup, thin):
+    fun = _action_fn(P, L, V, activation, hyper, law)
+    logdensity = lambda x: -fun(x)
+    observe = _observe_fn(P, L, V, activation, hyper, law)
+    kernel = blackjax.nuts.build_kernel()
+
+    def one_chain(key, x, eps, M):
+        state = blackjax.nuts.init(x, logdensity)
+
+        def step(state, k):
+            state, info = kernel(k, state, logdensity, eps, M)
+            return state, (observe(state.position), info.is_divergent, info.acceptance_rate)
+
+        def block(state, k):
+            state, outs = jax.lax.scan(step, state, jax.random.split(k, thin))
+            obs, div, acc = outs
+            return state, (jax.tree.map(lambda v: v[-1], obs), div.sum(), acc.mean())
+
+        kw, kd = jax.random.split(key)
+        state, (_, dw, aw) = jax.lax.scan(step, state, jax.random.split(kw, n_warmup))
+        state, (obs, div, acc) = jax.lax.scan(block, state, jax.random.split(kd, n_draws))
+        return obs, div.sum() + dw.sum(), acc.mean()
+
+    return jax.vmap(one_chain)(keys, x0, step_size, imm)
+
+
+def sample_op_posterior(key, P, L: int, V: int, activation: str, hyper: Hyper | None = None, *,
+                        n_chains: int = 256, n_draws: int = 200, n_warmup: int = 100,
+                        thin: int = 1, n_adapt: int = 300, law=None) -> OPSamples:
+    """Sample the reduced posterior of ``activation`` at P in order-parameter space.
+
+    ``n_chains`` NUTS chains (vmapped) start in the modes of ``posterior_modes`` with
+    probability equal to their Laplace masses; each mode's step size and dense inverse mass
+    matrix come from blackjax ``window_adaptation`` (``n_adapt`` steps, one chain per mode,
+    started at the mode with the Laplace covariance). Chain i uses ``fold_in(key, i)``.
+    Returns ``OPSamples`` with ``(chain, draw)`` arrays. Needs float64 for L >= 32
+    (``jax.config.update("jax_enable_x64", True)`` in the caller).
+    """
+    check_activation(activation)
+    L, V = check_size("L", L, 2), check_size("V", V, 2)
+    P = check_P(P)
+    for name, v in (("n_chains", n_chains), ("n_draws", n_draws), ("thin", thin), ("n_adapt", n_adapt)):
+        check_size(name, v, 1)
+    if isinstance(n_warmup, bool) or not isinstance(n_warmup, int) or n_warmup < 0:
+        raise ValueError(f"n_warmup must be an integer >= 0, got {n_warmup!r}")
+    hyper = default_hyper(activation, L) if hyper is None else hyper
+    if activation == "softmax" and law is None:
+        law = sampling_law(L, hyper, P)
+    modes, _, covs, weights = posterior_modes(P, L, V, activation, hyper, law)
+    fun = _action_fn(P, L, V, activation, hyper, law)
+    logdensity = lambda x: -fun(x)
+    k_assign, k_jitter, k_adapt, k_run = jax.random.split(key, 4)
+
+    eps, imms = [], []
+    for j, (x, cov) in enumerate(zip(modes, covs)):
+        adapt = blackjax.window_adaptation(blackjax.nuts, logdensity, is_mass_matrix_diagonal=False,
+                                           initial_inverse_mass_matrix=jnp.asarray(cov))
+        (_, params), _ = adapt.run(jax.random.fold_in(k_adapt, j), jnp.asarray(x), num_steps=n_adapt)
+        eps.append(float(params["step_size"]))
+        imms.append(np.asarray(params["inverse_mass_matrix"]))
+
+    keys = chain_keys(k_run, n_chains)
+    u = jax.vmap(lambda k: jax.random.uniform(k))(chain_keys(k_assign, n_chains))
+    mode = np.minimum(np.searchsorted(np.cumsum(weights), np.asarray(u)), len(weights) - 1)
+    xi = jax.vmap(lambda k: jax.random.normal(k, (modes.shape[1],)))(chain_keys(k_jitter, n_chains))
+    chol = np.stack([np.linalg.cholesky(c) for c in covs])
+    x0 = modes[mode] + np.einsum("cij,cj->ci", chol[mode], np.asarray(xi))
+    obs, div, acc = _run_nuts(keys, jnp.asarray(x0), jnp.asarray(np.asarray(eps)[mode]),
+                              jnp.asarray(np.stack(imms)[mode]), P, law, L=L, V=V,
+                              activation=activation, hyper=hyper, n_draws=n_draws,
+                              n_warmup=n_warmup, thin=thin)
+    return OPSamples({k: np.asarray(v) for k, v in obs.items()}, mode, modes, weights,
+                     np.asarray(div), np.asarray(acc))
+
+
+def op_summary(samples: OPSamples) -> dict:
+    """Posterior mean, sd, variance (the susceptibility), MCSE, R-hat and ESS of each
+    observable; chains whose draws are not finite are left out (``summarize``)."""
+    bad = ~np.all(np.stack([np.all(np.isfinite(v), axis=1) for v in samples.draws.values()]), axis=0)
+    out = {}
+    for k, v in samples.draws.items():
+        s = summarize(v, bad)
+        s["var"] = s["sd"] ** 2
+        out[k] = s
+    out["weights"] = samples.weights.tolist()
+    out["n_divergent_transitions"] = int(samples.divergent.sum())
+    out["acceptance"] = float(np.mean(samples.acceptance))
+    return out
+
+
+def histogram(samples: OPSamples, name: str = "cG", bins: int = 40, range_=None):
+    """Normalised histogram of one observable over all chains and draws: ``(density, edges)``."""
+    x = np.asarray(samples.draws[name]).reshape(-1)
+    x = x[np.isfinite(x)]
+    return np.histogram(x, bins=bins, range=range_, density=True)
