@@ -13,7 +13,7 @@ from copyjax.data import (
     streamed_tokens,
     sufficient_stats,
 )
-from copyjax.hyper import Hyper, default_hyper
+from copyjax.hyper import Hyper, default_hyper, normalised_hyper
 from copyjax.model import (
     attention,
     forward,
@@ -47,6 +47,7 @@ __all__ = [
     "log_posterior",
     "log_prior",
     "minima",
+    "normalised_hyper",
     "order_parameters",
     "per_sequence_loss",
     "pooled_features",

@@ -90,3 +90,42 @@ def action_from_features(h: jax.Array, y: jax.Array, P, hyper) -> jax.Array:
     K = jnp.einsum("pla,plb->ab", h, h)
     B = jnp.einsum("pla,plb->ab", h, y)
     return action_from_KB(K, B, P, L, hyper)
+
+
+def expected_loss(A: jax.Array, stats: jax.Array, hyper) -> jax.Array:
+    """Per-sequence loss ``(1/2L) sum_l ||y - W h||^2`` averaged over the Gaussian posterior
+    of W given the pattern ``A: (L, L)`` and ``stats: (L, L, V, V)`` (the training loss at
+    the statistics it was fitted to, the test loss at fresh ones when W is the posterior of
+    the training data: use ``expected_test_loss``). Scalar; O(L^2 V^2 + V^3).
+
+    With ``M = I + beta sigma_w2/(L V) K``, W's posterior mean is
+    ``Wbar = beta sigma_w2/(L V) B^T M^-1`` and its covariance adds ``sigma_w2 tr(K M^-1)``.
+    """
+    A = jnp.asarray(A)
+    A = A.astype(_float_dtype(A))
+    L = A.shape[-1]
+    K, B = stats_contractions(A, stats)
+    return _posterior_w_loss(K, B, K, B, jnp.trace(stats[0, 0]).astype(A.dtype),
+                             jnp.trace(stats[0, 0]).astype(A.dtype), L, hyper)
+
+
+def _posterior_w_loss(K, B, K_eval, B_eval, P_fit, P_eval, L, hyper):
+    V = K.shape[-1]
+    M = jnp.eye(V, dtype=K.dtype) + hyper.beta * hyper.sigma_w2 / (L * V) * 0.5 * (K + K.T)
+    Minv_B = jnp.linalg.solve(M, B)
+    Wbar = hyper.beta * hyper.sigma_w2 / (L * V) * Minv_B.T
+    var = hyper.sigma_w2 * jnp.trace(jnp.linalg.solve(M, K_eval))
+    sq = jnp.sum((Wbar @ K_eval) * Wbar) - 2 * jnp.sum(Wbar * B_eval.T) + P_eval * L + var
+    return sq / (2 * L * P_eval)
+
+
+def expected_test_loss(A: jax.Array, stats_train: jax.Array, stats_test: jax.Array, hyper) -> jax.Array:
+    """Per-sequence loss on the test statistics of W drawn from its posterior given the
+    pattern ``A`` and the training statistics. Scalar."""
+    A = jnp.asarray(A)
+    A = A.astype(_float_dtype(A))
+    L = A.shape[-1]
+    K, B = stats_contractions(A, stats_train)
+    Kt, Bt = stats_contractions(A, stats_test)
+    return _posterior_w_loss(K, B, Kt, Bt, jnp.trace(stats_train[0, 0]).astype(A.dtype),
+                             jnp.trace(stats_test[0, 0]).astype(A.dtype), L, hyper)

@@ -38,3 +38,32 @@ def default_hyper(activation: str, L: int) -> Hyper:
     check_activation(activation)
     L = check_size("L", L, 2)
     return Hyper(1.0, 1.0, 1.0 if activation == "softmax" else 1.0 / L)
+
+
+LOSS_NORMS = ("mean", "sum")
+W_PRIORS = ("per_V", "unit")
+G_PRIORS = ("design", "unit", "per_L")
+
+
+def normalised_hyper(activation: str, L: int, V: int, loss: str = "mean", w_prior: str = "per_V",
+                     g_prior: str = "design") -> Hyper:
+    """Hyperparameters for other normalisations of the same model, expressed in copyjax's
+    (beta, sigma_w2, sigma_g2); the defaults give ``default_hyper``.
+
+    ``loss``: "mean" (the design doc's 1/(2L) sum over positions) or "sum" (no 1/L:
+    beta -> beta L). ``w_prior``: "per_V" (W_ij ~ N(0, 1/V)) or "unit" (N(0, 1):
+    sigma_w2 -> V). ``g_prior``: "design" (1 for softmax, 1/L for linear), "unit" (1) or
+    "per_L" (1/L). These are the choices that set the exponents of the transition points
+    (docs/theory.md section 9).
+    """
+    check_activation(activation)
+    L, V = check_size("L", L, 2), check_size("V", V, 2)
+    for name, v, allowed in (("loss", loss, LOSS_NORMS), ("w_prior", w_prior, W_PRIORS),
+                             ("g_prior", g_prior, G_PRIORS)):
+        if v not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}, got {v!r}")
+    base = default_hyper(activation, L)
+    beta = base.beta * (L if loss == "sum" else 1.0)
+    sigma_w2 = base.sigma_w2 * (V if w_prior == "unit" else 1.0)
+    sigma_g2 = {"design": base.sigma_g2, "unit": 1.0, "per_L": 1.0 / L}[g_prior]
+    return Hyper(beta, sigma_w2, sigma_g2)

@@ -86,6 +86,12 @@ def _observe_fn(P, L, V, activation, hyper, law):
     return observe
 
 
+def _floor_curvature(cov, max_var: float = 1.0):
+    """``cov`` with its eigenvalues capped at ``max_var``."""
+    w, v = np.linalg.eigh(cov)
+    return (v * np.minimum(w, max_var)) @ v.T
+
+
 def posterior_modes(P, L: int, V: int, activation: str, hyper: Hyper | None = None,
                     law=None):
     """Modes of the reduced posterior density at P with their Laplace masses.
@@ -185,7 +191,7 @@ def sample_op_posterior(key, P, L: int, V: int, activation: str, hyper: Hyper | 
     eps, imms = [], []
     for j, (x, cov) in enumerate(zip(modes, covs)):
         adapt = blackjax.window_adaptation(blackjax.nuts, logdensity, is_mass_matrix_diagonal=False,
-                                           initial_inverse_mass_matrix=jnp.asarray(cov))
+                                           initial_inverse_mass_matrix=jnp.asarray(_floor_curvature(cov)))
         (_, params), _ = adapt.run(jax.random.fold_in(k_adapt, j), jnp.asarray(x), num_steps=n_adapt)
         eps.append(float(params["step_size"]))
         imms.append(np.asarray(params["inverse_mass_matrix"]))
@@ -194,7 +200,10 @@ def sample_op_posterior(key, P, L: int, V: int, activation: str, hyper: Hyper | 
     u = jax.vmap(lambda k: jax.random.uniform(k))(chain_keys(k_assign, n_chains))
     mode = np.minimum(np.searchsorted(np.cumsum(weights), np.asarray(u)), len(weights) - 1)
     xi = jax.vmap(lambda k: jax.random.normal(k, (modes.shape[1],)))(chain_keys(k_jitter, n_chains))
-    chol = np.stack([np.linalg.cholesky(c) for c in covs])
+    # Start from the Laplace Gaussian, but no wider than unit sd per coordinate: at a
+    # critical point (the linear onset) H is nearly singular and the Laplace width diverges.
+    init_covs = np.stack([_floor_curvature(c) for c in covs])
+    chol = np.stack([np.linalg.cholesky(c) for c in init_covs])
     x0 = modes[mode] + np.einsum("cij,cj->ci", chol[mode], np.asarray(xi))
     obs, div, acc = _run_nuts(keys, jnp.asarray(x0), jnp.asarray(np.asarray(eps)[mode]),
                               jnp.asarray(np.stack(imms)[mode]), P, law, L=L, V=V,

@@ -49,6 +49,15 @@ def check_P_grid(Ps, name: str = "Ps") -> np.ndarray:
     return arr
 
 
+def least_squares(X, y):
+    """Least squares ``y = X b``: returns ``(b, standard errors)`` from the residual
+    variance (used for the log-log fits of transition points and exponents)."""
+    X, y = np.asarray(X, float), np.asarray(y, float)
+    b = np.linalg.lstsq(X, y, rcond=None)[0]
+    s2 = float(np.sum((y - X @ b) ** 2)) / max(1, len(y) - X.shape[1])
+    return b, np.sqrt(np.diag(s2 * np.linalg.inv(X.T @ X)))
+
+
 class Minimum(NamedTuple):
     """One local minimum of a reduced action.
 

@@ -15,15 +15,7 @@ import os
 
 import numpy as np
 
-
-def fit(X, y):
-    """Least squares y = X b; returns (b, standard errors)."""
-    X, y = np.asarray(X, float), np.asarray(y, float)
-    b, res, rank, _ = np.linalg.lstsq(X, y, rcond=None)
-    dof = max(1, len(y) - X.shape[1])
-    s2 = float(np.sum((y - X @ b) ** 2)) / dof
-    cov = s2 * np.linalg.inv(X.T @ X)
-    return b, np.sqrt(np.diag(cov))
+from copyjax.theory import least_squares as fit
 
 
 def main(argv=None):
@@ -32,6 +24,14 @@ def main(argv=None):
     ap.add_argument("--Vs", type=int, nargs="+", default=[8, 16, 32])
     ap.add_argument("--form", choices=["map", "posterior"], default="map")
     ap.add_argument("--out", default=os.path.join("results", "scaling"))
+    ap.add_argument("--activations", nargs="+", choices=["softmax", "linear"],
+                    default=["softmax", "linear"])
+    ap.add_argument("--loss", choices=["mean", "sum"], default="mean",
+                    help="loss averaged over positions (design doc) or summed (beta -> beta L)")
+    ap.add_argument("--w-prior", choices=["per_V", "unit"], default="per_V",
+                    help="W_ij ~ N(0, 1/V) (design doc) or N(0, 1) (sigma_w2 -> V)")
+    ap.add_argument("--g-prior", choices=["design", "unit", "per_L"], default="design",
+                    help="G prior variance: design doc (1 softmax, 1/L linear), 1, or 1/L")
     a = ap.parse_args(argv)
     if min(a.Ls) < 2 or min(a.Vs) < 2:
         ap.error("--Ls and --Vs need values >= 2")
@@ -49,13 +49,17 @@ def main(argv=None):
     rows = []
     for V in a.Vs:
         for L in a.Ls:
-            s = cj.transition_points(L, V, "softmax", form=a.form)
-            lin = cj.transition_points(L, V, "linear", form=a.form)
+            hy = {act: cj.normalised_hyper(act, L, V, a.loss, a.w_prior, a.g_prior)
+                  for act in ("softmax", "linear")}
+            s = (cj.transition_points(L, V, "softmax", hy["softmax"], form=a.form)
+                 if "softmax" in a.activations else {"P_star": None, "first_order": None})
+            lin = (cj.transition_points(L, V, "linear", hy["linear"], form=a.form)
+                   if "linear" in a.activations else {"P_onset": None, "P_cross": None})
             rows.append({"L": L, "V": V, "P_star": s["P_star"], "first_order": s["first_order"],
                          "P_steepest": s.get("P_steepest"), "P_onset": lin["P_onset"],
                          "P_cross": lin["P_cross"]})
             print(f"L={L:4d} V={V:3d}  softmax P*={s['P_star'] or float('nan'):10.1f}  "
-                  f"linear P_1={lin['P_onset']:10.1f}  P_x={lin['P_cross'] or float('nan'):10.1f}",
+                  f"linear P_1={lin['P_onset'] or float('nan'):10.1f}  P_x={lin['P_cross'] or float('nan'):10.1f}",
                   flush=True)
     fits = {}
     for V in a.Vs:
@@ -81,7 +85,8 @@ def main(argv=None):
             print(f"{k}: P ~ L^{f['alpha_L']:.3f}(se {f['alpha_L_se']:.3f}) "
                   f"V^{f['alpha_V']:.3f}(se {f['alpha_V_se']:.3f})")
     with open(os.path.join(a.out, "scaling.json"), "w") as fh:
-        json.dump({"form": a.form, "rows": rows, "fits": fits}, fh, indent=1)
+        json.dump({"form": a.form, "normalisation": {"loss": a.loss, "w_prior": a.w_prior,
+                   "g_prior": a.g_prior}, "rows": rows, "fits": fits}, fh, indent=1)
 
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
     for V in a.Vs:

@@ -218,3 +218,23 @@ def test_default_hyper():
     # Hyper is a pytree that survives jit
     out = jax.jit(lambda h: h.beta * 2)(cj.Hyper(1.5, 1.0, 1.0))
     assert float(out) == 3.0
+
+
+def test_expected_loss_matches_reduced_sector_loss_at_expected_stats():
+    # The W-averaged loss through the statistics equals the reduced (a, r, g, s) formula of
+    # docs/theory.md section 5 at the expected statistics, for a generic pattern.
+    from copyjax import reduced as R
+    from copyjax.action import expected_loss, expected_test_loss
+
+    L, V, P = 8, 5, 300.0
+    h = cj.Hyper(1.3, 0.7, 1.0)
+    A = (0.3 * cj.uniform_matrix(L, jnp.float64) + 0.5 * cj.shift_matrix(L, jnp.float64)
+         + 0.05 * jax.random.normal(jax.random.key(0), (L, L)))
+    E = cj.expected_stats(P, L, V)
+    np.testing.assert_allclose(expected_loss(A, E, h), R.sector_loss(*R.pattern_scalars(A), P, L, V, h),
+                               rtol=1e-10)
+    np.testing.assert_allclose(expected_test_loss(A, E, E, h), expected_loss(A, E, h), rtol=1e-12)
+    # Fresh data cost more than the data W was fitted to (on average, and here by far).
+    tr = cj.sufficient_stats(cj.sample_tokens(jax.random.key(1), 60, L, V), V).astype(jnp.float64)
+    te = cj.sufficient_stats(cj.sample_tokens(jax.random.key(2), 60, L, V), V).astype(jnp.float64)
+    assert expected_test_loss(A, tr, te, h) > expected_loss(A, tr, h)

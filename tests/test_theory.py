@@ -146,3 +146,13 @@ def test_linear_onset_and_crossover(form):
 def test_bad_input(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_normalised_hyper_maps_normalisations_to_beta_sigma():
+    assert cj.normalised_hyper("linear", 16, 8) == cj.default_hyper("linear", 16)
+    assert cj.normalised_hyper("softmax", 16, 8) == cj.default_hyper("softmax", 16)
+    h = cj.normalised_hyper("linear", 16, 8, loss="sum", w_prior="unit", g_prior="unit")
+    assert (h.beta, h.sigma_w2, h.sigma_g2) == (16.0, 8.0, 1.0)
+    for kw, name in ((dict(loss="avg"), "loss"), (dict(w_prior="x"), "w_prior"), (dict(g_prior=1), "g_prior")):
+        with pytest.raises(ValueError, match=name):
+            cj.normalised_hyper("linear", 16, 8, **kw)

@@ -1,0 +1,185 @@
+"""Validate the reduced theory against the exact posterior exp(-S_P(G)) on sampled data.
+
+    python scripts/validate_theory.py [--LV 16,8 32,8] [--n-P 8] [--chains 64] [--steps 1500]
+                                      [--out results/validate]
+
+For each (L, V), activation and P (n-P log-spaced values across the posterior-form
+transitions), it samples G from the exact marginal posterior of one fixed sampled data set
+(blackjax MALA on all L^2 entries, step size from blackjax dual averaging on a pilot chain,
+half of the chains started from the prior, half from the copy pattern), and compares the
+posterior mean and sd of the order parameters and the expected training loss with
+(a) the MAP form of the reduced theory (global minimum) and (b) its posterior form sampled
+in order-parameter space (NUTS, copyjax.op_posterior). Writes validate.json and prints a
+markdown table (the one in docs/theory.md section 10).
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+
+def _pair(s):
+    try:
+        L, V = (int(x) for x in s.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--LV takes L,V pairs like 16,8, got {s!r}") from None
+    if L < 2 or V < 2:
+        raise argparse.ArgumentTypeError(f"--LV needs L >= 2 and V >= 2, got {s!r}")
+    return L, V
+
+
+def _pos_int(name):
+    def conv(s):
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {s!r}") from None
+        if v < 1:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {v}")
+        return v
+    return conv
+
+
+def tuned_mala_step(key, logdensity, x0, n_pilot=400, target=0.57):
+    """MALA step size from blackjax's dual averaging on one pilot chain started at x0."""
+    import blackjax
+    import jax
+    import jax.numpy as jnp
+
+    da_init, da_update, da_final = blackjax.adaptation.step_size.dual_averaging_adaptation(target)
+    kernel = blackjax.mala.build_kernel()
+
+    def body(carry, k):
+        state, da = carry
+        state, info = kernel(k, state, logdensity, jnp.exp(da.log_step_size))
+        return (state, da_update(da, info.acceptance_rate)), None
+
+    (_, da), _ = jax.lax.scan(body, (blackjax.mala.init(x0, logdensity), da_init(1e-2)),
+                              jax.random.split(key, n_pilot))
+    return float(da_final(da))
+
+
+def exact_posterior(key, stats, L, V, activation, hyper, n_chains, steps, thin):
+    """MALA on exp(-S_P(G)); returns dict of (chain, draw) arrays and the step size."""
+    import jax
+    import jax.numpy as jnp
+
+    import copyjax as cj
+    from copyjax import chains as C
+    from copyjax import samplers as S
+    from copyjax.action import data_action, expected_loss
+
+    def logdensity(G):
+        A = cj.attention(G, activation)
+        return -(data_action(A, stats, hyper) + 0.5 * jnp.sum(G**2) / hyper.sigma_g2)
+
+    k_init, k_pilot, k_run = jax.random.split(key, 3)
+    prior = jnp.sqrt(hyper.sigma_g2) * jax.random.normal(k_init, (n_chains, L, L))
+    # Copy-pattern starts: a strong logit at the previous token (softmax) / A = S (linear).
+    S_mat = cj.shift_matrix(L, prior.dtype)
+    copy = (jnp.log(4.0 * L) * S_mat if activation == "softmax" else S_mat) + 0.1 * prior
+    half = n_chains // 2
+    init = jnp.concatenate([prior[: n_chains - half], copy[:half]])
+    eps = tuned_mala_step(k_pilot, logdensity, init[0])
+
+    def observe(G):
+        A = cj.attention(G, activation)
+        c1, cG = cj.order_parameters(A)
+        s = jnp.where(c1 + cG < 0, -1.0, 1.0) if activation == "linear" else 1.0
+        return {"c1": s * c1, "cG": s * cG, "loss": expected_loss(A, stats, hyper)}
+
+    smp = C.run_chains(k_run, S.mala_marginal(stats, hyper, activation, eps), init, observe,
+                       num_steps=steps, burn_in=steps // 3, thin=thin)
+    return smp, eps, n_chains - half
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--LV", type=_pair, nargs="+", default=[(16, 8), (32, 8)],
+                    help="L,V pairs (default 16,8 32,8)")
+    ap.add_argument("--activation", choices=["softmax", "linear", "both"], default="both")
+    ap.add_argument("--n-P", type=_pos_int("--n-P"), default=8, help="P values per transition")
+    ap.add_argument("--chains", type=_pos_int("--chains"), default=64, help="MALA chains on G")
+    ap.add_argument("--steps", type=_pos_int("--steps"), default=1500, help="MALA steps per chain")
+    ap.add_argument("--thin", type=_pos_int("--thin"), default=10)
+    ap.add_argument("--op-chains", type=_pos_int("--op-chains"), default=32,
+                    help="NUTS chains in order-parameter space")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=os.path.join("results", "validate"))
+    a = ap.parse_args(argv)
+    if a.seed < 0:
+        ap.error("--seed must be >= 0")
+    if a.steps < 3 * a.thin:
+        ap.error("--steps must be at least 3 x --thin")
+    try:
+        os.makedirs(a.out, exist_ok=True)
+    except OSError as e:
+        ap.error(f"--out {a.out!r} is not writable: {e}")
+
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import numpy as np
+    from tqdm.auto import tqdm
+
+    import copyjax as cj
+    from copyjax import chains as C
+    from copyjax import op_posterior as O
+    from copyjax.theory import minimum_loss
+
+    acts = ["softmax", "linear"] if a.activation == "both" else [a.activation]
+    key = jax.random.key(a.seed)
+    rows, t0 = [], time.time()
+    jobs = []
+    for L, V in a.LV:
+        for act in acts:
+            tp = cj.transition_points(L, V, act, form="posterior")
+            if act == "softmax":
+                Pc = tp["P_star"] or tp["P_steepest"]
+                Ps = Pc * np.geomspace(1 / 3, 3, a.n_P)
+            else:
+                Ps = np.geomspace(tp["P_onset"] / 3, (tp["P_cross"] or tp["P_onset"]) * 3, a.n_P)
+            jobs += [(L, V, act, float(np.round(P))) for P in Ps]
+    for i, (L, V, act, P) in enumerate(tqdm(jobs, desc="exact posterior vs theory")):
+        t1 = time.time()
+        h = cj.default_hyper(act, L)
+        k = jax.random.fold_in(key, i)
+        stats = cj.sufficient_stats(cj.sample_tokens(jax.random.fold_in(k, 0), int(P), L, V), V)
+        smp, eps, n_prior = exact_posterior(jax.random.fold_in(k, 1), stats.astype(jax.numpy.float64),
+                                            L, V, act, h, a.chains, a.steps, a.thin)
+        ex = {q: C.summarize(smp.draws[q], smp.divergent) for q in ("c1", "cG", "loss")}
+        keep = ~smp.divergent
+        branch = {b: float(np.mean(smp.draws["cG"][sl][keep[sl]])) for b, sl in
+                  (("prior_start", slice(0, n_prior)), ("copy_start", slice(n_prior, None)))}
+        ms = cj.minima(P, L, V, act, h, "map")
+        best = min(ms, key=lambda m: m.action)
+        op = O.op_summary(O.sample_op_posterior(jax.random.fold_in(k, 2), P, L, V, act, h,
+                                                n_chains=a.op_chains, n_draws=100, n_warmup=50))
+        row = {"L": L, "V": V, "activation": act, "P": P, "mala_step": eps,
+               "exact": ex, "exact_cG_by_start": branch,
+               "map": {"c1": best.c1, "cG": best.cG, "loss": minimum_loss(best, P, L, V, act, h, "map"),
+                       "n_minima": len(ms)},
+               "posterior_form": {q: op[q] for q in ("c1", "cG", "loss")} | {"weights": op["weights"]},
+               "seconds": time.time() - t1}
+        rows.append(row)
+        with open(os.path.join(a.out, "validate.json"), "w") as f:
+            json.dump({"rows": rows, "args": {k: v for k, v in vars(a).items()}}, f, indent=1)
+
+    print("\n| L | V | act | P | exact c_1, c_G (sd c_G) | c_G prior / copy starts | R-hat c_G | "
+          "posterior form c_1, c_G (sd c_G) | MAP c_1, c_G | loss: exact / post. form / MAP |")
+    print("|---:|---:|---|---:|---|---|---:|---|---|---|")
+    for r in rows:
+        e, p, m = r["exact"], r["posterior_form"], r["map"]
+        print(f"| {r['L']} | {r['V']} | {r['activation']} | {r['P']:.0f} | "
+              f"{e['c1']['mean']:.3f}, {e['cG']['mean']:.3f} ({e['cG']['sd']:.3f}) | "
+              f"{r['exact_cG_by_start']['prior_start']:.3f} / {r['exact_cG_by_start']['copy_start']:.3f} | "
+              f"{e['cG']['rhat']:.2f} | {p['c1']['mean']:.3f}, {p['cG']['mean']:.3f} ({p['cG']['sd']:.3f}) | "
+              f"{m['c1']:.3f}, {m['cG']:.3f} | "
+              f"{e['loss']['mean']:.4f} / {p['loss']['mean']:.4f} / {m['loss']:.4f} |")
+    print(f"\n{len(rows)} points in {time.time() - t0:.0f} s; wrote {os.path.join(a.out, 'validate.json')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
