@@ -26,14 +26,27 @@ def uniform_matrix(L: int, dtype=jnp.float32) -> jax.Array:
 def attention(G: jax.Array, activation: str) -> jax.Array:
     """Attention pattern ``A = phi(G)``: ``G: (..., L, L) -> (..., L, L)``.
 
-    Softmax is taken over the last axis (each query row sums to one) and is
-    logsumexp-stable (``jax.nn.softmax``).
+    Softmax is taken over the last axis (each query row sums to one) and is stable
+    (the row maximum is subtracted before ``exp``).
     """
     check_activation(activation)
     check_square("G", G)
     if activation == "linear":
         return G
-    return jax.nn.softmax(G, axis=-1)
+    return _row_softmax(G)
+
+
+def _row_softmax(G):
+    # Same values as jax.nn.softmax (to rounding), but the row sums and the spreading of
+    # 1 / sum over the row (and, under autodiff, their transposes) are matrix products,
+    # not reductions or broadcasts: XLA's CPU reductions may peel loops
+    # by memory alignment, which changes the summation order with the shard a chain sits
+    # in; matmuls do not. This keeps a chain bit for bit identical on 1 or 4 devices.
+    z = G - jax.lax.stop_gradient(jnp.max(G, axis=-1, keepdims=True))
+    e = jnp.exp(z)
+    ones = jnp.ones((G.shape[-1], 1), e.dtype)
+    # 1 / row sum, spread over the row by a matmul too (a broadcast's transpose is a sum).
+    return e * ((1.0 / (e @ ones)) @ ones.T)
 
 
 def pooled_features(A: jax.Array, tokens: jax.Array, V: int) -> jax.Array:
