@@ -44,6 +44,28 @@ def copy_init(key, L: int, V: int, hyper, activation: str, dtype=jnp.float32) ->
     return Params(jnp.eye(V, dtype=dtype) + 0.1 * p.W, strength * shift_matrix(L, dtype))
 
 
+def sample_w_posterior(key, A: jax.Array, stats, hyper) -> jax.Array:
+    """A draw of ``W: (V, V)`` from its exact Gaussian posterior given the pattern
+    ``A: (L, L)`` and the statistics. With ``M = I + beta sigma_w2/(L V) K`` each row is
+    ``w_i ~ N(beta sigma_w2/(L V) (M^-1 B)[:, i], sigma_w2/V M^-1)`` (docs/theory.md section 2).
+    Paired with G from the exact marginal it gives exact joint draws of (W, G): the
+    starting points of the equilibrium SGLD bias measurement."""
+    import jax.scipy.linalg as jsl
+
+    from copyjax.model import stats_contractions
+
+    L = A.shape[-1]
+    K, B = stats_contractions(A, stats)
+    V = K.shape[-1]
+    c = hyper.beta * hyper.sigma_w2 / (L * V)
+    R = jnp.linalg.cholesky(jnp.eye(V, dtype=K.dtype) + c * 0.5 * (K + K.T))
+    mean = c * jsl.cho_solve((R, True), B).T
+    z = jax.random.normal(key, (V, V), K.dtype)
+    # rows: R^-T z_i has covariance M^-1
+    noise = jsl.solve_triangular(R.T, z.T, lower=False).T
+    return mean + jnp.sqrt(hyper.sigma_w2 / V) * noise
+
+
 def logdensity_from_stats(params: Params, stats, hyper, activation: str) -> jax.Array:
     """Exact log posterior ``log p(W, G | data)`` (unnormalised) through the statistics."""
     A = attention(params.G, activation)

@@ -86,6 +86,29 @@ def _observe_fn(P, L, V, activation, hyper, law):
     return observe
 
 
+def _lbfgs(fun, x0, max_steps: int = 200, tol: float = 1e-9):
+    """Minimise ``fun`` from ``x0`` with optax L-BFGS (zoom line search, so every step
+    descends: the softmax density in m is very flat along one direction at large P, where
+    undamped Newton steps overshoot)."""
+    import optax
+
+    opt = optax.lbfgs()
+    vg = optax.value_and_grad_from_state(fun)
+
+    @jax.jit
+    def step(x, state):
+        v, g = vg(x, state=state)
+        u, state = opt.update(g, state, x, value=v, grad=g, value_fn=fun)
+        return optax.apply_updates(x, u), state, jnp.max(jnp.abs(g))
+
+    x, state = jnp.asarray(x0), opt.init(jnp.asarray(x0))
+    for _ in range(max_steps):
+        x, state, gmax = step(x, state)
+        if float(gmax) < tol:
+            break
+    return x
+
+
 def _floor_curvature(cov, max_var: float = 1.0):
     """``cov`` with its eigenvalues capped at ``max_var``."""
     w, v = np.linalg.eigh(cov)
@@ -116,7 +139,7 @@ def posterior_modes(P, L: int, V: int, activation: str, hyper: Hyper | None = No
     fun = _action_fn(P, L, V, activation, hyper, law)
     modes, actions, covs = [], [], []
     for x0 in starts:
-        x = R._newton(fun, x0)
+        x = _lbfgs(fun, x0)
         H = np.asarray(jax.hessian(fun)(x))
         w = np.linalg.eigvalsh(H)
         if not (np.all(np.isfinite(H)) and w[0] > 0):
@@ -233,3 +256,29 @@ def histogram(samples: OPSamples, name: str = "cG", bins: int = 40, range_=None)
     x = np.asarray(samples.draws[name]).reshape(-1)
     x = x[np.isfinite(x)]
     return np.histogram(x, bins=bins, range=range_, density=True)
+
+
+def equal_mass_point(L: int, V: int, P_lo: float, P_hi: float, hyper: Hyper | None = None,
+                     law=None, rtol: float = 1e-4) -> float:
+    """The P at which the copy phase of the softmax reduced posterior holds half the mass
+    (Laplace masses of ``posterior_modes``): where the a_G histogram is most bimodal.
+    Bisection in log P on [P_lo, P_hi], which must bracket it; ``law`` defaults to
+    ``sampling_law(L, hyper, P_hi)`` (use the same law when sampling)."""
+    hyper = default_hyper("softmax", L) if hyper is None else hyper
+    P_lo, P_hi = check_P(P_lo, "P_lo"), check_P(P_hi, "P_hi")
+    law = sampling_law(L, hyper, P_hi) if law is None else law
+
+    def copy_mass(P):
+        modes, _, _, w = posterior_modes(P, L, V, "softmax", hyper, law)
+        aG = np.array([float(R.aG_from_y(R.row_moments(jnp.asarray(m), law)[2], L)) for m in modes])
+        return float(np.sum(w[aG > 0.25]))
+
+    if not (copy_mass(P_lo) < 0.5 <= copy_mass(P_hi)):
+        raise ValueError(f"[P_lo, P_hi] = [{P_lo}, {P_hi}] does not bracket the equal-mass point")
+    while P_hi / P_lo > 1 + rtol:
+        mid = math.sqrt(P_lo * P_hi)
+        if copy_mass(mid) < 0.5:
+            P_lo = mid
+        else:
+            P_hi = mid
+    return math.sqrt(P_lo * P_hi)

@@ -133,16 +133,30 @@ def main(argv=None):
     P_lin_hist = tp["linear_posterior"]["P_onset"] * np.array([0.8, 1.0, 1.5])
     lin_Ps = np.unique(np.concatenate([Ps, P_lin_hist]))
     Pc = tp["softmax_posterior"]["P_star"] or tp["softmax_map"]["P_star"] or tp["softmax_map"]["P_steepest"]
+    # One row law for the whole softmax sweep; the histograms sit at (and 1 % either side
+    # of) the P where its copy phase holds half the posterior mass.
+    law = O.sampling_law(L, hs, 2.0 * Pc)
+    P_eq = None
+    if tp["softmax_posterior"]["P_star"]:
+        try:
+            P_eq = O.equal_mass_point(L, V, Pc / 1.5, Pc * 1.5, hs, law)
+            print(f"softmax: equal posterior mass of the two phases at P = {P_eq:.1f} "
+                  f"(sampling row law)", flush=True)
+        except ValueError as e:
+            print(f"softmax: {e}", flush=True)
     soft_Ps = Pc * np.geomspace(0.5, 2.0, a.softmax_points)
+    soft_hist = P_eq * np.array([0.99, 1.0, 1.01]) if P_eq else Pc * np.array([0.8, 1.0, 1.25])
+    soft_Ps = np.unique(np.concatenate([soft_Ps, soft_hist]))
     todo = [("linear", P) for P in lin_Ps] + [("softmax", P) for P in soft_Ps]
     for i, (act, P) in enumerate(tqdm(todo, desc="NUTS in order-parameter space")):
         s = O.sample_op_posterior(jax.random.fold_in(key, i), float(P), L, V, act,
-                                  n_chains=a.chains, n_draws=a.draws, n_warmup=max(50, a.draws // 2))
+                                  n_chains=a.chains, n_draws=a.draws, n_warmup=max(50, a.draws // 2),
+                                  law=law if act == "softmax" else None)
         summ = O.op_summary(s)
         sus[act].append({"P": float(P), **{k: summ[k] for k in ("c1", "cG", "loss")},
                          "weights": summ["weights"], "acceptance": summ["acceptance"],
                          "n_divergent_transitions": summ["n_divergent_transitions"]})
-        if act == "softmax" or np.any(np.isclose(P, P_lin_hist)):
+        if np.any(np.isclose(P, P_lin_hist if act == "linear" else soft_hist)):
             hists[act].append({"P": float(P), "cG": s.draws["cG"].reshape(-1).tolist(),
                                "c1": s.draws["c1"].reshape(-1).tolist(), "weights": summ["weights"]})
     for act in ("linear", "softmax"):
@@ -151,7 +165,7 @@ def main(argv=None):
         print(f"{act}: posterior variance of {'a_G' if act == 'softmax' else 'c_1'} peaks at "
               f"P = {sus[act][k]['P']:.1f} ({var[k]:.3g})", flush=True)
 
-    res = {"L": L, "V": V, "P": Ps.tolist(), "transitions": tp, "onset_exponent": expo,
+    res = {"L": L, "V": V, "P": Ps.tolist(), "transitions": tp, "P_equal_mass": P_eq, "onset_exponent": expo,
            "curves": {k: {q: (v.tolist() if hasattr(v, "tolist") else v) for q, v in c.items()}
                       for k, c in curves.items()},
            "susceptibility": sus, "histograms": hists, "landscapes": land, "seconds": time.time() - t0,
