@@ -170,6 +170,18 @@ def _mark_transitions(ax, res, act):
                         transform=ax.get_xaxis_transform(), color="0.4")
 
 
+def _metastable_branches(cur, key):
+    """Metastable minima split into the branch above and the branch below the global
+    minimum in c_G, each a list of (P, value): one dashed line per branch, so that a
+    line never joins the two sides of a transition."""
+    j = 0 if key == "c1" else 1
+    above, below = [], []
+    for P, cG, ms in zip(cur["P"], cur["cG"], cur["meta"]):
+        for m in ms:
+            (above if m[1] > cG else below).append((P, m[j]))
+    return above, below
+
+
 def theory_landscapes(res, out):
     land = res["landscapes"]
     fig, axes = plt.subplots(2, 3, figsize=(15, 8.5))
@@ -206,10 +218,10 @@ def theory_order_parameters(res, out):
                 name = ACT_LABEL[act][0 if key == "c1" else 1]
                 ax.plot(cur["P"], cur[key], "-", color=color, alpha=alpha, lw=2,
                         label=f"{form} global: {name}")
-                mp = [(P, m[0 if key == "c1" else 1]) for P, ms in zip(cur["P"], cur["meta"]) for m in ms]
-                if mp:
-                    ax.plot(*zip(*mp), "--", color=color, alpha=alpha, lw=1.2,
-                            label=f"{form} metastable: {name}")
+                for bi, branch in enumerate(_metastable_branches(cur, key)):
+                    if branch:
+                        ax.plot(*zip(*branch), "--", color=color, alpha=alpha, lw=1.2,
+                                label=f"{form} metastable: {name}" if bi == 0 else None)
         for key, color in (("c1", "tab:blue"), ("cG", "tab:red")):
             pts = res["susceptibility"][act]
             ax.errorbar([p["P"] for p in pts], [p[key]["mean"] for p in pts],
