@@ -74,6 +74,56 @@ def _signed(draws: dict, activation: str) -> dict:
     return dict(draws, c1=s * draws["c1"], cG=s * draws["cG"])
 
 
+def tuned_mala_step(key, logdensity, x0, n_pilot=400, target=0.57):
+    """MALA step size from blackjax's dual averaging on one pilot chain started at x0."""
+    import blackjax
+
+    da_init, da_update, da_final = blackjax.adaptation.step_size.dual_averaging_adaptation(target)
+    kernel = blackjax.mala.build_kernel()
+
+    def body(carry, k):
+        state, da = carry
+        state, info = kernel(k, state, logdensity, jnp.exp(da.log_step_size))
+        return (state, da_update(da, info.acceptance_rate)), None
+
+    (_, da), _ = jax.lax.scan(body, (blackjax.mala.init(x0, logdensity), da_init(1e-2)),
+                              jax.random.split(key, n_pilot))
+    return float(da_final(da))
+
+
+def exact_posterior(key, stats, L, V, activation, hyper, n_chains, steps, thin):
+    """blackjax MALA on the exact marginal exp(-S_P(G)) of ``stats``: half of the chains from
+    the prior, half from the copy pattern. Returns ``(Samples, step size, n prior chains)``;
+    draws ``c1, cG`` (sign-fixed for linear) and ``loss`` (W averaged over its posterior)."""
+    import copyjax as cj
+    from copyjax import chains as C
+    from copyjax import samplers as S
+    from copyjax.action import data_action, expected_loss
+
+    def logdensity(G):
+        A = cj.attention(G, activation)
+        return -(data_action(A, stats, hyper) + 0.5 * jnp.sum(G**2) / hyper.sigma_g2)
+
+    k_init, k_pilot, k_run = jax.random.split(key, 3)
+    prior = jnp.sqrt(hyper.sigma_g2) * jax.random.normal(k_init, (n_chains, L, L))
+    # Copy-pattern starts: a strong logit at the previous token (softmax) / A = S (linear).
+    S_mat = cj.shift_matrix(L, prior.dtype)
+    copy = (jnp.log(4.0 * L) * S_mat if activation == "softmax" else S_mat) + 0.1 * prior
+    half = n_chains // 2
+    init = jnp.concatenate([prior[: n_chains - half], copy[:half]])
+    eps = tuned_mala_step(k_pilot, logdensity, init[0])
+
+    def observe(G):
+        A = cj.attention(G, activation)
+        c1, cG = cj.order_parameters(A)
+        s = jnp.where(c1 + cG < 0, -1.0, 1.0) if activation == "linear" else 1.0
+        return {"c1": s * c1, "cG": s * cG, "loss": expected_loss(A, stats, hyper)}
+
+    smp = C.run_chains(k_run, S.mala_marginal(stats, hyper, activation, eps), init, observe,
+                       num_steps=steps, burn_in=steps // 3, thin=thin)
+    return smp, eps, n_chains - half
+
+
 def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = False) -> tuple[dict, dict]:
     """Everything at one (activation, P). Returns (summary dict, arrays dict)."""
     t0 = time.perf_counter()
@@ -95,6 +145,28 @@ def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = F
                        "loss": theory.minimum_loss(best, P, L, V, activation, hyper, form)},
             "minima": [{"c1": m.c1, "cG": m.cG, "action": m.action} for m in ms],
         }
+
+    # the posterior form sampled in order-parameter space (NUTS, copyjax.op_posterior)
+    if cfg.get("op_chains"):
+        from copyjax import op_posterior
+
+        s = op_posterior.sample_op_posterior(jax.random.fold_in(key, 101), float(P), L, V, activation,
+                                             hyper, n_chains=cfg["op_chains"], n_draws=cfg["op_draws"],
+                                             n_warmup=max(25, cfg["op_draws"] // 2))
+        summ = op_posterior.op_summary(s)
+        summary["theory_posterior_sampled"] = {k: summ[k] for k in ("c1", "cG", "loss")} | {
+            "mode_weights": summ["weights"], "n_divergent_transitions": summ["n_divergent_transitions"]}
+        for k in ("c1", "cG", "loss"):
+            arrays[f"op_{k}"] = s.draws[k]
+    # the exact marginal posterior of G on this point's data (MALA on all L^2 entries)
+    if cfg.get("exact_chains"):
+        smp, eps_x, n_prior = exact_posterior(jax.random.fold_in(key, 102), stats.astype(jnp.float64),
+                                              L, V, activation, hyper, cfg["exact_chains"],
+                                              cfg["exact_steps"], max(1, cfg["exact_steps"] // 100))
+        summary["exact"] = {k: chains.summarize(smp.draws[k], smp.divergent) for k in ("c1", "cG", "loss")}
+        summary["exact"]["step_size"] = eps_x
+        for k in ("c1", "cG", "loss"):
+            arrays[f"exact_{k}"] = smp.draws[k]
 
     eps = cfg["step_size"] or auto_step_size(P, V, hyper)
     summary["step_size"] = eps

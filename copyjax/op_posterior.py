@@ -86,27 +86,40 @@ def _observe_fn(P, L, V, activation, hyper, law):
     return observe
 
 
-def _lbfgs(fun, x0, max_steps: int = 200, tol: float = 1e-9):
-    """Minimise ``fun`` from ``x0`` with optax L-BFGS (zoom line search, so every step
-    descends: the softmax density in m is very flat along one direction at large P, where
-    undamped Newton steps overshoot)."""
+@partial(jax.jit, static_argnames=("L", "V", "activation", "hyper", "max_steps"))
+def _refine_mode(x0, P, law, *, L, V, activation, hyper, max_steps: int = 200, tol: float = 1e-9):
+    """Minimise the reduced action from ``x0`` with optax L-BFGS (zoom line search, so every
+    step descends: the softmax density in m is very flat along one direction at large P,
+    where undamped Newton steps overshoot). Returns (x, action, Hessian). P and the row law
+    are traced: one compilation per (L, V, activation, hyper)."""
     import optax
 
+    fun = _action_fn(P, L, V, activation, hyper, law)
     opt = optax.lbfgs()
     vg = optax.value_and_grad_from_state(fun)
 
-    @jax.jit
-    def step(x, state):
+    def cond(c):
+        return (c[3] < max_steps) & (c[2] > tol)
+
+    def body(c):
+        x, state, _, i = c
         v, g = vg(x, state=state)
         u, state = opt.update(g, state, x, value=v, grad=g, value_fn=fun)
-        return optax.apply_updates(x, u), state, jnp.max(jnp.abs(g))
+        return optax.apply_updates(x, u), state, jnp.max(jnp.abs(g)), i + 1
 
-    x, state = jnp.asarray(x0), opt.init(jnp.asarray(x0))
-    for _ in range(max_steps):
-        x, state, gmax = step(x, state)
-        if float(gmax) < tol:
-            break
-    return x
+    x, _, _, _ = jax.lax.while_loop(cond, body, (x0, opt.init(x0), jnp.asarray(jnp.inf, x0.dtype), 0))
+    return x, fun(x), jax.hessian(fun)(x)
+
+
+@partial(jax.jit, static_argnames=("L", "V", "activation", "hyper", "n_adapt"))
+def _adapt(key, x, cov, P, law, *, L, V, activation, hyper, n_adapt):
+    """blackjax window adaptation of NUTS (step size, dense inverse mass matrix) on one chain
+    from ``x``; compiled once per (L, V, activation, hyper, n_adapt)."""
+    fun = _action_fn(P, L, V, activation, hyper, law)
+    adapt = blackjax.window_adaptation(blackjax.nuts, lambda z: -fun(z), is_mass_matrix_diagonal=False,
+                                       initial_inverse_mass_matrix=cov)
+    (_, params), _ = adapt.run(key, x, num_steps=n_adapt)
+    return params["step_size"], params["inverse_mass_matrix"]
 
 
 def _floor_curvature(cov, max_var: float = 1.0):
@@ -136,18 +149,17 @@ def posterior_modes(P, L: int, V: int, activation: str, hyper: Hyper | None = No
             starts.append(jnp.concatenate([c, R.linear_residual_saddle(c, P, L, V, hyper)]))
         else:
             starts.append(jnp.array(m.coords))
-    fun = _action_fn(P, L, V, activation, hyper, law)
     modes, actions, covs = [], [], []
     for x0 in starts:
-        x = _lbfgs(fun, x0)
-        H = np.asarray(jax.hessian(fun)(x))
+        x, val, H = _refine_mode(jnp.asarray(x0), P, law, L=L, V=V, activation=activation, hyper=hyper)
+        H = np.asarray(H)
         w = np.linalg.eigvalsh(H)
         if not (np.all(np.isfinite(H)) and w[0] > 0):
             continue
         if any(np.allclose(np.asarray(x), o, rtol=1e-6, atol=1e-8) for o in modes):
             continue
         modes.append(np.asarray(x))
-        actions.append(float(fun(x)))
+        actions.append(float(val))
         covs.append(np.linalg.inv(H))
     if not modes:
         raise RuntimeError(f"no mode of the {activation} posterior found at P={P}")
@@ -207,17 +219,14 @@ def sample_op_posterior(key, P, L: int, V: int, activation: str, hyper: Hyper | 
     if activation == "softmax" and law is None:
         law = sampling_law(L, hyper, P)
     modes, _, covs, weights = posterior_modes(P, L, V, activation, hyper, law)
-    fun = _action_fn(P, L, V, activation, hyper, law)
-    logdensity = lambda x: -fun(x)
     k_assign, k_jitter, k_adapt, k_run = jax.random.split(key, 4)
 
     eps, imms = [], []
     for j, (x, cov) in enumerate(zip(modes, covs)):
-        adapt = blackjax.window_adaptation(blackjax.nuts, logdensity, is_mass_matrix_diagonal=False,
-                                           initial_inverse_mass_matrix=jnp.asarray(_floor_curvature(cov)))
-        (_, params), _ = adapt.run(jax.random.fold_in(k_adapt, j), jnp.asarray(x), num_steps=n_adapt)
-        eps.append(float(params["step_size"]))
-        imms.append(np.asarray(params["inverse_mass_matrix"]))
+        e, imm = _adapt(jax.random.fold_in(k_adapt, j), jnp.asarray(x), jnp.asarray(_floor_curvature(cov)),
+                        P, law, L=L, V=V, activation=activation, hyper=hyper, n_adapt=n_adapt)
+        eps.append(float(e))
+        imms.append(np.asarray(imm))
 
     keys = chain_keys(k_run, n_chains)
     u = jax.vmap(lambda k: jax.random.uniform(k))(chain_keys(k_assign, n_chains))

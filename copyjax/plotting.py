@@ -34,13 +34,23 @@ def order_parameters(res, out):
         th = res["theory"][act]
         for key, color, name in (("c1", "tab:blue", ACT_LABEL[act][0]), ("cG", "tab:red", ACT_LABEL[act][1])):
             ax.plot(th["P"], th[key], "-", color=color, lw=2, label=f"theory MAP, global: {name}")
-            mp = [(P, m[0 if key == "c1" else 1]) for P, ms in zip(th["P"], th["meta"]) for m in ms]
-            if mp:
-                ax.plot(*zip(*mp), "--", color=color, lw=1, alpha=0.8, label=f"metastable {name}")
+            for bi, branch in enumerate(_metastable_branches(th, key)):
+                if branch:
+                    ax.plot(*zip(*branch), "--", color=color, lw=1, alpha=0.8,
+                            label=f"metastable {name}" if bi == 0 else None)
             pts = _points(res, act)
             Ps = [p["P"] for p in pts]
             ax.plot(Ps, [p["theory_posterior"]["global"][key] for p in pts], "x", color=color,
-                    ms=8, label=f"theory posterior form: {name}")
+                    ms=8, label=f"theory posterior form (minimum): {name}")
+            if "theory_posterior_sampled" in pts[0]:
+                ax.errorbar(Ps, [p["theory_posterior_sampled"][key]["mean"] for p in pts],
+                            [p["theory_posterior_sampled"][key]["sd"] for p in pts], fmt="D",
+                            color=color, ms=4, alpha=0.6, capsize=2,
+                            label=f"theory posterior, NUTS in OP space: {name}")
+            if "exact" in pts[0]:
+                ax.errorbar(np.array(Ps) * 1.06, [p["exact"][key]["mean"] for p in pts],
+                            [p["exact"][key]["sd"] for p in pts], fmt="*", color=color, ms=8,
+                            capsize=2, label=f"exact posterior of G (MALA): {name}")
             for start, mk, off in (("prior", "o", 0.97), ("copy", "s", 1.03)):
                 if f"sgld_{start}" in pts[0]:
                     m = [p[f"sgld_{start}"][key]["mean"] for p in pts]

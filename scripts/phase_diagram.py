@@ -18,9 +18,10 @@ import sys
 import time
 
 PRESETS = {
-    "default": dict(chains=8, steps=400, adam_seeds=4, adam_steps=300, n_P=6),
-    "quick": dict(chains=4, steps=300, adam_seeds=2, adam_steps=300, n_P=4),
-    "full": dict(chains=2048, steps=20000, adam_seeds=256, adam_steps=5000, n_P=16),
+    "default": dict(chains=8, steps=400, adam_seeds=4, adam_steps=300, n_P=6, op_chains=16, op_draws=50),
+    "quick": dict(chains=4, steps=300, adam_seeds=2, adam_steps=300, n_P=4, op_chains=4, op_draws=20),
+    "full": dict(chains=2048, steps=20000, adam_seeds=256, adam_steps=5000, n_P=16, op_chains=1024,
+                 op_draws=500),
 }
 
 
@@ -72,6 +73,13 @@ def parser():
                     help="SGLD step size (default: automatic, 0.05 / largest curvature in W)")
     ap.add_argument("--batch", type=nonneg_int("--batch"), default=0,
                     help="SGLD minibatch of sequences (0: exact full-batch gradient via statistics)")
+    ap.add_argument("--op-chains", type=nonneg_int("--op-chains"),
+                    help="NUTS chains on the theory's posterior in order-parameter space (0: none)")
+    ap.add_argument("--op-draws", type=positive_int("--op-draws"), help="draws per NUTS chain")
+    ap.add_argument("--exact-chains", type=nonneg_int("--exact-chains"), default=0,
+                    help="MALA chains on the exact marginal posterior of G (all L^2 entries; L <= 32)")
+    ap.add_argument("--exact-steps", type=positive_int("--exact-steps"), default=2000,
+                    help="MALA steps per exact chain (a third burn-in)")
     ap.add_argument("--adam-seeds", type=nonneg_int("--adam-seeds"), help="Adam runs per start (0: none)")
     ap.add_argument("--adam-steps", type=positive_int("--adam-steps"))
     ap.add_argument("--adam-lr", type=positive_float("--adam-lr"), default=2e-2)
@@ -98,12 +106,18 @@ def build_config(a, ap):
     preset = PRESETS["quick" if a.quick else "full" if a.full else "default"]
     pick = lambda v, k: preset[k] if v is None else v
     acts = ["softmax", "linear"] if a.activation == "both" else [a.activation]
+    if a.exact_chains and a.L > 32:
+        ap.error(f"--exact-chains samples all L^2 = {a.L * a.L} entries of G; allowed for --L <= 32")
+    if a.exact_chains and a.exact_steps < 300:
+        ap.error(f"--exact-steps must be >= 300 (a third is burn-in), got {a.exact_steps}")
     if a.P_min and a.P_max and a.P_min >= a.P_max:
         ap.error(f"--P-min ({a.P_min}) must be smaller than --P-max ({a.P_max})")
     return {
         "L": a.L, "V": a.V, "activations": acts, "chains": pick(a.chains, "chains"),
         "steps": pick(a.steps, "steps"), "step_size": a.step_size, "batch": a.batch,
         "adam_seeds": pick(a.adam_seeds, "adam_seeds"), "adam_steps": pick(a.adam_steps, "adam_steps"),
+        "op_chains": pick(a.op_chains, "op_chains"), "op_draws": pick(a.op_draws, "op_draws"),
+        "exact_chains": a.exact_chains, "exact_steps": a.exact_steps,
         "adam_lr": a.adam_lr, "adam_rtol": 1e-3, "beta": a.beta, "sigma_w2": a.sigma_w2,
         "sigma_g2": {"softmax": a.sigma_g2 or 1.0, "linear": a.sigma_g2 or 1.0 / a.L},
         "seed": a.seed, "test_P": 2000, "n_P": pick(a.n_P, "n_P"),
@@ -195,7 +209,8 @@ def main(argv=None):
         w.writerow(["activation", "P", "theory_c1", "theory_cG", "theory_loss", "post_c1", "post_cG",
                     "sgld_prior_cG", "sgld_prior_cG_sd", "sgld_copy_cG", "sgld_copy_cG_sd",
                     "sgld_rhat_cG", "sgld_ess_cG", "sgld_divergent", "adam_cG", "adam_n_global",
-                    "sgld_loss", "adam_loss", "adam_test_loss", "coverage", "wall_s"])
+                    "sgld_loss", "adam_loss", "adam_test_loss", "coverage", "op_cG", "op_cG_sd",
+                    "exact_cG", "exact_cG_sd", "wall_s"])
         for p in points:
             sp, sc = p.get("sgld_prior", {}), p.get("sgld_copy", {})
             ad = p.get("adam_global", {})
@@ -207,7 +222,10 @@ def main(argv=None):
                         g(sp, "cG", "rhat"), g(sp, "cG", "ess"),
                         g(sp, "cG", "n_divergent"), ad.get("cG", ""), ad.get("n", ""),
                         g(sp, "loss", "mean"), ad.get("loss", ""), ad.get("test_loss", ""),
-                        g(sp, "coverage", "mean"), p["wall_s"]])
+                        g(sp, "coverage", "mean"), g(p.get("theory_posterior_sampled", {}), "cG", "mean"),
+                        g(p.get("theory_posterior_sampled", {}), "cG", "sd"),
+                        g(p.get("exact", {}), "cG", "mean"), g(p.get("exact", {}), "cG", "sd"),
+                        p["wall_s"]])
     figs = []
     figs += plotting.order_parameters(res, out)
     figs += plotting.losses(res, out)
@@ -230,6 +248,10 @@ def main(argv=None):
         for p in [q for q in points if q["activation"] == act]:
             sp, sc, ad = p.get("sgld_prior"), p.get("sgld_copy"), p.get("adam_global")
             line = f"    P={p['P']:>7}: theory {key}={p['theory_map']['global'][key]:.3f} cG={p['theory_map']['global']['cG']:.3f}"
+            if p.get("theory_posterior_sampled"):
+                line += f" | posterior (NUTS) cG {p['theory_posterior_sampled']['cG']['mean']:.3f}"
+            if p.get("exact"):
+                line += f" | exact cG {p['exact']['cG']['mean']:.3f}"
             if sp:
                 line += f" | SGLD cG prior {sp['cG']['mean']:.3f} copy {sc['cG']['mean']:.3f}"
             if ad:

@@ -4,7 +4,7 @@ order-parameter space, posterior histograms, and the fitted onset exponent of li
 
     python scripts/theory_figures.py [--L 64 --V 32] [--chains 64 --draws 100] [--out results/theory_L64_V32]
 
-Writes theory.json and landscapes / order_parameters / susceptibility / histograms (PNG and
+Writes theory.json (everything the figures need; --replot redraws them) and landscapes / order_parameters / susceptibility / histograms (PNG and
 PDF) into --out; prints the transition points, the onset exponent with its standard error,
 and where the susceptibility peaks. About 10 minutes on 2 CPU cores at the defaults.
 """
@@ -55,6 +55,8 @@ def main(argv=None):
                     help="P values at which the softmax posterior is sampled (costlier)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="output folder (default results/theory_L{L}_V{V})")
+    ap.add_argument("--replot", action="store_true",
+                    help="redraw the figures from --out/theory.json without recomputing")
     a = ap.parse_args(argv)
     if a.L < 2 or a.V < 2:
         ap.error("--L and --V must be >= 2")
@@ -65,6 +67,17 @@ def main(argv=None):
         os.makedirs(out, exist_ok=True)
     except OSError as e:
         ap.error(f"--out {out!r} is not writable: {e}")
+
+    if a.replot:
+        from copyjax import plotting
+
+        try:
+            with open(os.path.join(out, "theory.json")) as fh:
+                res = json.load(fh)
+        except (OSError, ValueError) as e:
+            ap.error(f"--replot needs a readable {os.path.join(out, 'theory.json')}: {e}")
+        print(f"wrote {len(plotting.theory_figures(res, out))} figure files in {out}")
+        return 0
 
     import jax
 
@@ -172,7 +185,7 @@ def main(argv=None):
            "versions": {"copyjax": cj.__version__, "jax": jax.__version__}}
     paths = plotting.theory_figures(res, out)
     with open(os.path.join(out, "theory.json"), "w") as f:
-        json.dump({k: v for k, v in res.items() if k not in ("histograms", "landscapes")}, f, indent=1, default=float)
+        json.dump(res, f, indent=1, default=float)
     print(f"wrote {os.path.join(out, 'theory.json')} and {len(paths)} figure files "
           f"in {time.time() - t0:.0f} s", flush=True)
     return 0

@@ -41,59 +41,6 @@ def _pos_int(name):
     return conv
 
 
-def tuned_mala_step(key, logdensity, x0, n_pilot=400, target=0.57):
-    """MALA step size from blackjax's dual averaging on one pilot chain started at x0."""
-    import blackjax
-    import jax
-    import jax.numpy as jnp
-
-    da_init, da_update, da_final = blackjax.adaptation.step_size.dual_averaging_adaptation(target)
-    kernel = blackjax.mala.build_kernel()
-
-    def body(carry, k):
-        state, da = carry
-        state, info = kernel(k, state, logdensity, jnp.exp(da.log_step_size))
-        return (state, da_update(da, info.acceptance_rate)), None
-
-    (_, da), _ = jax.lax.scan(body, (blackjax.mala.init(x0, logdensity), da_init(1e-2)),
-                              jax.random.split(key, n_pilot))
-    return float(da_final(da))
-
-
-def exact_posterior(key, stats, L, V, activation, hyper, n_chains, steps, thin):
-    """MALA on exp(-S_P(G)); returns dict of (chain, draw) arrays and the step size."""
-    import jax
-    import jax.numpy as jnp
-
-    import copyjax as cj
-    from copyjax import chains as C
-    from copyjax import samplers as S
-    from copyjax.action import data_action, expected_loss
-
-    def logdensity(G):
-        A = cj.attention(G, activation)
-        return -(data_action(A, stats, hyper) + 0.5 * jnp.sum(G**2) / hyper.sigma_g2)
-
-    k_init, k_pilot, k_run = jax.random.split(key, 3)
-    prior = jnp.sqrt(hyper.sigma_g2) * jax.random.normal(k_init, (n_chains, L, L))
-    # Copy-pattern starts: a strong logit at the previous token (softmax) / A = S (linear).
-    S_mat = cj.shift_matrix(L, prior.dtype)
-    copy = (jnp.log(4.0 * L) * S_mat if activation == "softmax" else S_mat) + 0.1 * prior
-    half = n_chains // 2
-    init = jnp.concatenate([prior[: n_chains - half], copy[:half]])
-    eps = tuned_mala_step(k_pilot, logdensity, init[0])
-
-    def observe(G):
-        A = cj.attention(G, activation)
-        c1, cG = cj.order_parameters(A)
-        s = jnp.where(c1 + cG < 0, -1.0, 1.0) if activation == "linear" else 1.0
-        return {"c1": s * c1, "cG": s * cG, "loss": expected_loss(A, stats, hyper)}
-
-    smp = C.run_chains(k_run, S.mala_marginal(stats, hyper, activation, eps), init, observe,
-                       num_steps=steps, burn_in=steps // 3, thin=thin)
-    return smp, eps, n_chains - half
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--LV", type=_pair, nargs="+", default=[(16, 8), (32, 8)],
@@ -126,6 +73,7 @@ def main(argv=None):
     import copyjax as cj
     from copyjax import chains as C
     from copyjax import op_posterior as O
+    from copyjax.experiments import exact_posterior
     from copyjax.theory import minimum_loss
 
     acts = ["softmax", "linear"] if a.activation == "both" else [a.activation]

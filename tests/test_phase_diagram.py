@@ -9,7 +9,8 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "phase_diagram.py")
 TINY = ["--L", "4", "--V", "3", "--P", "20", "60", "--chains", "2", "--steps", "20",
-        "--adam-seeds", "2", "--adam-steps", "20", "--no-progress"]
+        "--adam-seeds", "2", "--adam-steps", "20", "--op-chains", "2", "--op-draws", "10",
+        "--exact-chains", "2", "--exact-steps", "300", "--no-progress"]
 
 
 def run(args, **kw):
@@ -39,10 +40,13 @@ def test_end_to_end_writes_results_and_plots(first_run):
     res = json.load(open(os.path.join(out, "results.json")))
     assert [p["P"] for p in res["points"]] == [20, 60]
     p = res["points"][0]
-    assert set(p) >= {"theory_map", "theory_posterior", "sgld_prior", "sgld_copy", "adam_global"}
+    assert set(p) >= {"theory_map", "theory_posterior", "sgld_prior", "sgld_copy", "adam_global",
+                      "theory_posterior_sampled", "exact"}
+    assert p["exact"]["cG"]["n_chains"] == 2 and p["theory_posterior_sampled"]["cG"]["n_chains"] == 2
     assert p["sgld_prior"]["cG"]["n_chains"] == 2
     z = np.load(os.path.join(out, "results.npz"))
     assert z["softmax_P20_sgld_prior_cG"].shape == (2, 10)  # (chain, draw)
+    assert z["softmax_P20_op_cG"].shape == (2, 10) and z["softmax_P20_exact_cG"].shape == (2, 66)  # 200 steps after burn-in, thin 3
     assert "P=" in r.stdout and "softmax theory" in r.stdout
 
 
@@ -69,6 +73,7 @@ def test_mismatched_out_is_refused(first_run):
     (["--seed", "-1"], "--seed"), (["--quick", "--full"], "--quick"),
     (["--P-min", "100", "--P-max", "10"], "--P-min"), (["--P", "0"], "--P"),
     (["--steps", "0"], "--steps"), (["--step-size", "-1"], "--step-size"),
+    (["--L", "40", "--exact-chains", "2"], "--exact-chains"), (["--op-chains", "-2"], "--op-chains"),
 ])
 def test_bad_arguments_exit_2_with_message(args, word, tmp_path):
     r = run(args + ["--out", str(tmp_path)])
