@@ -104,10 +104,16 @@ def main(argv=None):
                                                               tp["linear_map"]["P_cross"]]
     Ps = np.geomspace(min(marks) / 3, max(marks) * 3, a.n_P)
 
+    # Theory curves on a finer grid than the sampled points, with extra points inside the
+    # coexistence windows so that the metastable branches show as lines.
+    windows = [np.geomspace(t["P_spinodal_low"], t["P_spinodal_high"], 8)
+               for t in (tp["softmax_map"], tp["softmax_posterior"])
+               if t.get("P_spinodal_low") and t.get("P_spinodal_high")]
+    fine = np.unique(np.round(np.concatenate([np.geomspace(Ps[0], Ps[-1], 40), *windows]), 3))
     curves = {}
     for act in ("softmax", "linear"):
         for form in ("map", "posterior"):
-            curves[f"{act}_{form}"] = cj.theory_curve(Ps, L, V, act, form=form)
+            curves[f"{act}_{form}"] = cj.theory_curve(fine, L, V, act, form=form)
     print(f"theory curves done ({time.time() - t0:.0f} s)", flush=True)
 
     # Landscapes: softmax MAP energy along the copy ansatz at P below / at / above P*,
