@@ -70,7 +70,7 @@ def order_parameters(res, out):
         ax.set_xlabel("P (training sequences)")
         ax.set_ylabel("order parameter")
         ax.set_title(f"{act} attention, L={res['config']['L']}, V={res['config']['V']}")
-        ax.legend(fontsize=6, loc="best")
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
     return _save(fig, out, "order_parameters")
 
 

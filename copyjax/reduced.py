@@ -100,8 +100,11 @@ def linear_posterior_action(z, P, L: int, V: int, hyper):
     return data + a / (2 * hyper.sigma_g2) - 0.5 * d_r * u_r - 0.5 * d_b * u_b
 
 
-def _newton(fun, x0, steps: int = 40):
-    """Damped Newton minimisation of a small smooth function (fixed steps; jit/vmap safe)."""
+def _newton(fun, x0, steps: int = 40, backtrack: bool = False):
+    """Damped Newton minimisation of a small smooth function (fixed number of steps;
+    jit/vmap safe). ``backtrack``: take the first of 1, 1/2, ..., 1/64 of each step that
+    lowers ``fun`` (robust on stiff actions; plain steps can jump between basins, which
+    the multi-start search for every minimum relies on)."""
     grad, hess = jax.grad(fun), jax.hessian(fun)
 
     def body(x, _):
@@ -110,7 +113,12 @@ def _newton(fun, x0, steps: int = 40):
         shift = jnp.maximum(0.0, 1e-6 - jnp.min(jnp.linalg.eigvalsh(H))) + 1e-9
         step = jnp.linalg.solve(H + shift * jnp.eye(x.shape[0], dtype=x.dtype), g)
         step = jnp.clip(step, -2.0, 2.0)
-        return x - step, None
+        if not backtrack:
+            return x - step, None
+        ts = 0.5 ** jnp.arange(7, dtype=x.dtype)
+        ft = jax.vmap(lambda t: fun(x - t * step))(ts)
+        ok = jnp.isfinite(ft) & (ft < fun(x))
+        return x - jnp.where(jnp.any(ok), ts[jnp.argmax(ok)], 0.0) * step, None
 
     x, _ = jax.lax.scan(body, x0, None, length=steps)
     return x

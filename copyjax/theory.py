@@ -123,7 +123,7 @@ def softmax_map_minima(P, L: int, V: int, hyper: Hyper) -> list[Minimum]:
 
 
 @lru_cache(maxsize=64)
-def _linear_newton(L, V, hyper, form):
+def _linear_newton(L, V, hyper, form, backtrack=False):
     # The posterior profile's minima are the minima of the 4-d action in (c, u_row, u_bulk):
     # one joint Newton with the exact Hessian instead of nested solves.
     if form == "map":
@@ -137,7 +137,7 @@ def _linear_newton(L, V, hyper, form):
     @jax.jit
     def refine(c, P):
         f = lambda z: fun(z, P, L, V, hyper)
-        z = R._newton(f, lift(c), steps=60)
+        z = R._newton(f, lift(c), steps=60, backtrack=backtrack)
         return z[:2], f(z), jnp.linalg.norm(jax.grad(f)(z)), jnp.linalg.eigvalsh(jax.hessian(f)(z))[0]
 
     return jax.vmap(refine, (0, None))
@@ -152,10 +152,17 @@ def _linear_starts(n=4):
 def linear_minima(P, L: int, V: int, hyper: Hyper, form: str = "map") -> list[Minimum]:
     """Local minima of the linear reduced action (MAP energy or posterior profile) in
     (c_1, c_G) with rho >= 0 (the action is even in c), by multi-start damped Newton."""
-    c, E, gn, hmin = (np.asarray(x) for x in _linear_newton(L, V, hyper, form)(
-        jnp.asarray(_linear_starts()), P))
+    starts = jnp.asarray(_linear_starts())
+    for k in range(4):
+        # Plain Newton first (its jumps reach every basin from few starts); where no start
+        # converges (stiff actions: large P, large sigma_w2), backtracking Newton, continued
+        # from where the last round stopped.
+        c, E, gn, hmin = (np.asarray(x) for x in _linear_newton(L, V, hyper, form, k > 0)(
+            starts if k < 2 else jnp.asarray(np.where(np.isfinite(c), c, np.asarray(starts))), P))
+        scale = max(1.0, float(np.max(np.abs(E[np.isfinite(E)]), initial=1.0)))
+        if np.any(np.isfinite(E) & (gn <= 1e-6 * scale)):
+            break
     out: list[Minimum] = []
-    scale = max(1.0, float(np.max(np.abs(E))))
     for ci, ei, gi, hi in zip(c, E, gn, hmin):
         if not np.isfinite(ei) or gi > 1e-6 * scale or hi < -1e-9 * scale:
             continue
@@ -163,6 +170,9 @@ def linear_minima(P, L: int, V: int, hyper: Hyper, form: str = "map") -> list[Mi
             ci = -ci
         if all(np.hypot(ci[0] - m.c1, ci[1] - m.cG) > 1e-4 for m in out):
             out.append(Minimum(float(ci[0]), float(ci[1]), float(ei), (float(ci[0]), float(ci[1]))))
+    if not out:
+        raise RuntimeError(f"linear_minima: Newton did not converge from any start at P={P}, "
+                           f"L={L}, V={V}, {hyper}")
     return sorted(out, key=lambda m: m.c1 + m.cG)
 
 
