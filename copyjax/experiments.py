@@ -146,6 +146,11 @@ def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = F
             "minima": [{"c1": m.c1, "cG": m.cG, "action": m.action} for m in ms],
         }
 
+    # the joint MAP of (W, G): what Adam converges to (docs/theory.md, joint_map form)
+    ms = theory.minima(P, L, V, activation, hyper, "joint_map")
+    best = min(ms, key=lambda m: m.action)
+    summary["theory_joint_map"] = {"c1": best.c1, "cG": best.cG,
+                                   "loss": theory.minimum_loss(best, P, L, V, activation, hyper, "joint_map")}
     # the posterior form sampled in order-parameter space (NUTS, copyjax.op_posterior)
     if cfg.get("op_chains"):
         from copyjax import op_posterior

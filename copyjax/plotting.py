@@ -34,6 +34,9 @@ def order_parameters(res, out):
         th = res["theory"][act]
         for key, color, name in (("c1", "tab:blue", ACT_LABEL[act][0]), ("cG", "tab:red", ACT_LABEL[act][1])):
             ax.plot(th["P"], th[key], "-", color=color, lw=2, label=f"theory MAP, global: {name}")
+            if "joint_map" in th:
+                ax.plot(th["P"], th["joint_map"][key], ":", color=color, lw=1.5,
+                        label=f"theory joint MAP of (W, G) (Adam's target): {name}")
             for bi, branch in enumerate(_metastable_branches(th, key)):
                 if branch:
                     ax.plot(*zip(*branch), "--", color=color, lw=1, alpha=0.8,
@@ -80,6 +83,8 @@ def losses(res, out):
     for ax, act in zip(axes[0], acts):
         th = res["theory"][act]
         ax.plot(th["P"], th["loss"], "-k", lw=2, label="theory MAP (W averaged)")
+        if "joint_map" in th:
+            ax.plot(th["P"], th["joint_map"]["loss"], ":k", lw=1.5, label="theory joint MAP (W at its mean)")
         pts = _points(res, act)
         Ps = [p["P"] for p in pts]
         ax.plot(Ps, [p["theory_posterior"]["global"]["loss"] for p in pts], "xk", label="theory posterior form")

@@ -37,12 +37,17 @@ def _consts(P, L, V, hyper):
     return kappa, lam
 
 
-def sector_action(a, r, g, s, P, L: int, V: int, hyper):
-    """Data part of the action at the expected statistics, from the four scalars."""
+def sector_action(a, r, g, s, P, L: int, V: int, hyper, occam: bool = True):
+    """Data part of the action at the expected statistics, from the four scalars.
+
+    ``occam=False`` drops ``(V/2) log det M``, the Occam factor of integrating W out: what
+    is left is ``-max_W log p(W, G | data)`` minus the G prior, the energy that joint MAP
+    training (Adam on (W, G)) minimises."""
     kappa, lam = _consts(P, L, V, hyper)
 
     def f(x, y):
-        return 0.5 * V * jnp.log1p(kappa * x) - lam * kappa * y**2 / (1 + kappa * x)
+        occ = 0.5 * V * jnp.log1p(kappa * x) if occam else 0.0
+        return occ - lam * kappa * y**2 / (1 + kappa * x)
 
     return (V - 1) * f(a, g) + f(r, s) + 0.5 * hyper.beta * P
 
@@ -67,7 +72,7 @@ def _span_scalars(c1, cG, L):
     return q, L * rho**2, c1 + L * cG, L * rho
 
 
-def linear_energy(c, P, L: int, V: int, hyper):
+def linear_energy(c, P, L: int, V: int, hyper, occam: bool = True):
     """MAP-form reduced action of linear attention at ``c = (c_1, c_G)``.
 
     Equals ``exact_action(c_1 U + c_G S, expected_stats(P))``; the residual R only raises
@@ -75,7 +80,7 @@ def linear_energy(c, P, L: int, V: int, hyper):
     """
     c1, cG = c[..., 0], c[..., 1]
     q, r, g, s = _span_scalars(c1, cG, L)
-    return sector_action(q, r, g, s, P, L, V, hyper) + q / (2 * hyper.sigma_g2)
+    return sector_action(q, r, g, s, P, L, V, hyper, occam) + q / (2 * hyper.sigma_g2)
 
 
 def residual_dims(L: int) -> tuple[int, int]:
@@ -151,13 +156,13 @@ def copy_ansatz(gamma, L: int):
     return jnp.exp(gamma - logZ), jnp.exp(-logZ)
 
 
-def softmax_energy(gamma, P, L: int, V: int, hyper):
+def softmax_energy(gamma, P, L: int, V: int, hyper, occam: bool = True):
     """MAP-form reduced action of softmax attention along the symmetric copy ansatz
     ``G[l, :] = gamma (e_{l-1} - 1/L)`` (zero-mean rows: the least prior cost for the
     pattern). The pattern is ``a_G S + (1 - a_G) U`` exactly, ``a_G = p - q``."""
     p, q = copy_ansatz(gamma, L)
     a = L * (p**2 + (L - 1) * q**2)
-    data = sector_action(a, L, L * p, L, P, L, V, hyper)
+    data = sector_action(a, L, L * p, L, P, L, V, hyper, occam)
     return data + L * (1 - 1 / L) * gamma**2 / (2 * hyper.sigma_g2)
 
 

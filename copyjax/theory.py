@@ -1,6 +1,8 @@
 """Minima of the reduced actions, their order parameters and losses, and transition points.
 
-``form="map"``: the energy (MAP) forms; ``form="posterior"``: the posterior forms
+``form="map"``: the energy (MAP) forms of the marginal p(G | data); ``form="posterior"``: the
+posterior forms; ``form="joint_map"``: the energy that joint MAP training of (W, G) (Adam)
+minimises, the MAP form without the Occam factor (V/2) log det M;
 (linear: residual norms at their saddle; softmax: mean field over rows). See
 ``copyjax.reduced`` and docs/theory.md.
 """
@@ -18,7 +20,7 @@ from copyjax import reduced as R
 from copyjax._checks import check_activation, check_size
 from copyjax.hyper import Hyper, default_hyper
 
-FORMS = ("map", "posterior")
+FORMS = ("map", "posterior", "joint_map")
 
 
 def check_form(form) -> str:
@@ -78,23 +80,24 @@ class Minimum(NamedTuple):
 
 
 @lru_cache(maxsize=64)
-def _softmax_map_grid(L, V, hyper):
-    return jax.jit(jax.vmap(lambda g, P: R.softmax_energy(g, P, L, V, hyper), (0, None)))
+def _softmax_map_grid(L, V, hyper, occam=True):
+    return jax.jit(jax.vmap(lambda g, P: R.softmax_energy(g, P, L, V, hyper, occam), (0, None)))
 
 
 @lru_cache(maxsize=64)
-def _softmax_map_newton(L, V, hyper):
-    d1 = jax.grad(R.softmax_energy)
+def _softmax_map_newton(L, V, hyper, occam=True):
+    E = lambda g, P: R.softmax_energy(g, P, L, V, hyper, occam)
+    d1 = jax.grad(E)
     d2 = jax.grad(d1)
 
     @jax.jit
     def refine(g, P):
         def body(g, _):
-            h = d2(g, P, L, V, hyper)
-            step = jnp.where(h > 0, d1(g, P, L, V, hyper) / h, 0.0)
+            h = d2(g, P)
+            step = jnp.where(h > 0, d1(g, P) / h, 0.0)
             return g - jnp.clip(step, -0.5, 0.5), None
         g, _ = jax.lax.scan(body, g, None, length=30)
-        return g, R.softmax_energy(g, P, L, V, hyper)
+        return g, E(g, P)
 
     return jax.vmap(refine, (0, None))
 
@@ -105,15 +108,15 @@ def _gamma_grid(P, L, hyper, n=3001):
     return np.linspace(-4.0, top, n)
 
 
-def softmax_map_minima(P, L: int, V: int, hyper: Hyper) -> list[Minimum]:
+def softmax_map_minima(P, L: int, V: int, hyper: Hyper, occam: bool = True) -> list[Minimum]:
     """All local minima of the softmax MAP energy in the copy logit gamma, by a dense grid
-    then Newton refinement. Sorted by a_G."""
+    then Newton refinement. Sorted by a_G. ``occam=False``: the joint-MAP energy."""
     grid = _gamma_grid(P, L, hyper)
-    E = np.asarray(_softmax_map_grid(L, V, hyper)(jnp.asarray(grid), P))
+    E = np.asarray(_softmax_map_grid(L, V, hyper, occam)(jnp.asarray(grid), P))
     idx = np.where((E[1:-1] < E[:-2]) & (E[1:-1] <= E[2:]))[0] + 1
     if idx.size == 0:
         idx = np.array([int(np.argmin(E))])
-    g, e = _softmax_map_newton(L, V, hyper)(jnp.asarray(grid[idx]), P)
+    g, e = _softmax_map_newton(L, V, hyper, occam)(jnp.asarray(grid[idx]), P)
     out = []
     for gi, ei in zip(np.asarray(g), np.asarray(e)):
         aG = float(R.softmax_aG(gi, L))
@@ -126,8 +129,9 @@ def softmax_map_minima(P, L: int, V: int, hyper: Hyper) -> list[Minimum]:
 def _linear_newton(L, V, hyper, form, backtrack=False):
     # The posterior profile's minima are the minima of the 4-d action in (c, u_row, u_bulk):
     # one joint Newton with the exact Hessian instead of nested solves.
-    if form == "map":
-        fun, lift = R.linear_energy, lambda c: c
+    if form in ("map", "joint_map"):
+        occam = form == "map"
+        fun, lift = partial(R.linear_energy, occam=occam), lambda c: c
     else:
         fun = R.linear_posterior_action
         d_r, d_b = R.residual_dims(L)
@@ -245,8 +249,8 @@ def minima(P, L: int, V: int, activation: str, hyper: Hyper | None = None,
     P = check_P(P)
     hyper = default_hyper(activation, L) if hyper is None else hyper
     if activation == "softmax":
-        if form == "map":
-            return softmax_map_minima(P, L, V, hyper)
+        if form in ("map", "joint_map"):
+            return softmax_map_minima(P, L, V, hyper, occam=form == "map")
         return softmax_mf_minima(P, L, V, hyper, law_for(L, hyper, P_max or P))
     return linear_minima(P, L, V, hyper, form)
 
@@ -257,7 +261,7 @@ def minimum_scalars(m: Minimum, P, L: int, V: int, activation: str, hyper: Hyper
     posterior form)."""
     if activation == "softmax":
         a_G = m.cG
-        if form == "map":
+        if form in ("map", "joint_map"):
             p, q = R.copy_ansatz(m.coords[0], L)
             return float(L * (p**2 + (L - 1) * q**2)), float(L), float(L * p), float(L)
         law = law_for(L, hyper, P) if law is None else law
@@ -272,9 +276,10 @@ def minimum_scalars(m: Minimum, P, L: int, V: int, activation: str, hyper: Hyper
 
 
 def minimum_loss(m: Minimum, P, L, V, activation, hyper, form, law=None) -> float:
-    """Per-sequence loss (W averaged over its posterior) at a minimum."""
+    """Per-sequence loss at a minimum: W averaged over its posterior, or at its posterior
+    mean for the joint MAP (what a trained network uses)."""
     return float(R.sector_loss(*minimum_scalars(m, P, L, V, activation, hyper, form, law),
-                               P, L, V, hyper))
+                               P, L, V, hyper, average_w=form != "joint_map"))
 
 
 def theory_curve(Ps, L: int, V: int, activation: str, hyper: Hyper | None = None,
@@ -329,7 +334,7 @@ def _bisect(pred, lo, hi, iters=40, rtol=1e-5):
 
 
 def _softmax_transitions(L, V, hyper, form, P_lo, P_hi, n_scan=None):
-    n_scan = n_scan or (48 if form == "map" else 20)
+    n_scan = n_scan or (20 if form == "posterior" else 48)
     mins = lambda P: minima(P, L, V, "softmax", hyper, form, P_max=P_hi)
     grid = np.geomspace(P_lo, P_hi, n_scan)
     two = [len(mins(P)) >= 2 for P in grid]
@@ -366,7 +371,8 @@ def _softmax_transitions(L, V, hyper, form, P_lo, P_hi, n_scan=None):
 
 @lru_cache(maxsize=64)
 def _linear_hessian_fn(L, V, hyper, form):
-    fun = R.linear_energy if form == "map" else R.linear_profile
+    fun = {"map": R.linear_energy, "posterior": R.linear_profile,
+           "joint_map": partial(R.linear_energy, occam=False)}[form]
     return jax.jit(lambda P: jax.hessian(lambda c: fun(c, P, L, V, hyper))(jnp.zeros(2)))
 
 

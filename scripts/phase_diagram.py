@@ -195,6 +195,12 @@ def main(argv=None):
         fine = np.geomspace(Ps[0], Ps[-1], 60)
         theory[act] = {k: (v.tolist() if hasattr(v, "tolist") else v)
                        for k, v in cj.theory_curve(fine, a.L, a.V, act, h, "map").items()}
+        # what Adam maximises: the joint posterior of (W, G) (no Occam factor)
+        theory[act]["joint_map"] = {k: (v.tolist() if hasattr(v, "tolist") else v)
+                                    for k, v in cj.theory_curve(fine, a.L, a.V, act, h, "joint_map").items()
+                                    if k != "meta"}
+        transitions[act]["joint_map"] = {k: v for k, v in cj.transition_points(
+            a.L, a.V, act, h, "joint_map").items() if k.startswith("P_")}
     res = {"config": cfg, "activations": cfg["activations"], "P_grid": Ps.tolist(),
            "transitions": transitions, "theory": theory, "points": points,
            "versions": {m: __import__(m).__version__ for m in
@@ -244,10 +250,15 @@ def main(argv=None):
                   f"{t['P_spinodal_low'] or float('nan'):.0f}-{t['P_spinodal_high'] or float('nan'):.0f}")
         else:
             print(f"  linear theory (MAP): P_1 = {t['P_onset']:.0f}, P_x = {t['P_cross'] or float('nan'):.0f}")
+        j = t["joint_map"]
+        print("  joint MAP of (W, G), what Adam maximises: " + ", ".join(
+            f"{k} = {v:.0f}" for k, v in j.items() if isinstance(v, float)))
         key = "cG" if act == "softmax" else "c1"
         for p in [q for q in points if q["activation"] == act]:
             sp, sc, ad = p.get("sgld_prior"), p.get("sgld_copy"), p.get("adam_global")
             line = f"    P={p['P']:>7}: theory {key}={p['theory_map']['global'][key]:.3f} cG={p['theory_map']['global']['cG']:.3f}"
+            if p.get("theory_joint_map"):
+                line += f" | joint MAP cG {p['theory_joint_map']['cG']:.3f}"
             if p.get("theory_posterior_sampled"):
                 line += f" | posterior (NUTS) cG {p['theory_posterior_sampled']['cG']['mean']:.3f}"
             if p.get("exact"):

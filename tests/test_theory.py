@@ -156,3 +156,27 @@ def test_normalised_hyper_maps_normalisations_to_beta_sigma():
     for kw, name in ((dict(loss="avg"), "loss"), (dict(w_prior="x"), "w_prior"), (dict(g_prior=1), "g_prior")):
         with pytest.raises(ValueError, match=name):
             cj.normalised_hyper("linear", 16, 8, **kw)
+
+
+def test_joint_map_energy_is_max_over_W_of_the_joint_posterior():
+    # The joint-MAP energy (no Occam factor) must equal -max_W log p(W, G | E C) up to a
+    # G-independent constant: compare two patterns, W maximised exactly (its posterior mean).
+    from copyjax import network as N
+
+    L, V, P = 8, 5, 400.0
+    h = cj.Hyper(1.2, 0.8, 1.0 / L)
+    E = cj.expected_stats(P, L, V, jnp.float64)
+
+    def neg_joint(c):
+        G = c[0] * cj.uniform_matrix(L, jnp.float64) + c[1] * cj.shift_matrix(L, jnp.float64)
+        K, B = cj.model.stats_contractions(G, E)
+        M = jnp.eye(V) + h.beta * h.sigma_w2 / (L * V) * K
+        Wbar = h.beta * h.sigma_w2 / (L * V) * jnp.linalg.solve(M, B).T
+        return -N.logdensity_from_stats(N.Params(Wbar, G), E, h, "linear")
+
+    c_a, c_b = jnp.array([0.3, 0.2]), jnp.array([0.05, 0.6])
+    red = lambda c: R.linear_energy(c, P, L, V, h, occam=False)
+    np.testing.assert_allclose(neg_joint(c_a) - neg_joint(c_b), red(c_a) - red(c_b), rtol=1e-9)
+    # and the Occam factor is what separates it from the marginal MAP energy
+    occ = lambda c: R.linear_energy(c, P, L, V, h) - red(c)
+    assert float(occ(c_b)) > float(occ(c_a)) > 0
