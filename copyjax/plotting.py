@@ -237,6 +237,11 @@ def theory_order_parameters(res, out):
                     if branch:
                         ax.plot(*zip(*branch), "--", color=color, alpha=alpha, lw=1.2,
                                 label=f"{form} metastable: {name}" if bi == 0 else None)
+        joint = res["curves"].get(f"{act}_joint_map")
+        if joint:
+            for key, color in (("c1", "tab:blue"), ("cG", "tab:red")):
+                ax.plot(joint["P"], joint[key], ":", color=color, lw=1.5,
+                        label=f"joint MAP of (W, G) (Adam's target): {ACT_LABEL[act][0 if key == 'c1' else 1]}")
         for key, color in (("c1", "tab:blue"), ("cG", "tab:red")):
             pts = res["susceptibility"][act]
             ax.errorbar([p["P"] for p in pts], [p[key]["mean"] for p in pts],
@@ -246,7 +251,7 @@ def theory_order_parameters(res, out):
         ax.set(xscale="log", xlabel="P", ylabel="order parameter", title=act)
         ax.legend(fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     fig.suptitle(f"Order parameters vs P, L = {res['L']}, V = {res['V']}: reduced theory "
-                 "(MAP dark, posterior form light; global solid, metastable dashed)")
+                 "(MAP dark, posterior form light, joint MAP dotted; global solid, metastable dashed)")
     return _save(fig, out, "order_parameters")
 
 

@@ -112,7 +112,7 @@ def main(argv=None):
     fine = np.unique(np.round(np.concatenate([np.geomspace(Ps[0], Ps[-1], 40), *windows]), 3))
     curves = {}
     for act in ("softmax", "linear"):
-        for form in ("map", "posterior"):
+        for form in ("map", "posterior", "joint_map"):
             curves[f"{act}_{form}"] = cj.theory_curve(fine, L, V, act, form=form)
     print(f"theory curves done ({time.time() - t0:.0f} s)", flush=True)
 
