@@ -24,6 +24,14 @@ def _float_dtype(x):
     return jnp.result_type(x, jnp.float32)
 
 
+def precision_M(K, L: int, hyper) -> jax.Array:
+    """``M = I + beta sigma_w2 / (L V) K`` (K symmetrised), ``(V, V)``: each row of W has
+    posterior precision ``(V / sigma_w2) M`` given the pattern."""
+    V = K.shape[-1]
+    c = hyper.beta * hyper.sigma_w2 / (L * V)
+    return jnp.eye(V, dtype=K.dtype) + c * 0.5 * (K + K.T)
+
+
 def action_from_KB(K, B, P, L: int, hyper) -> jax.Array:
     """Data part of S_P from the contractions ``K, B: (V, V)`` (no G prior).
 
@@ -31,9 +39,7 @@ def action_from_KB(K, B, P, L: int, hyper) -> jax.Array:
     not positive definite (the public functions turn that into an error or +inf).
     """
     V = K.shape[-1]
-    c = hyper.beta * hyper.sigma_w2 / (L * V)
-    M = jnp.eye(V, dtype=K.dtype) + c * 0.5 * (K + K.T)
-    chol = jnp.linalg.cholesky(M)
+    chol = jnp.linalg.cholesky(precision_M(K, L, hyper))
     logdet = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol)))
     Z = jsl.solve_triangular(chol, B, lower=True)
     quad = hyper.beta**2 * hyper.sigma_w2 / (2 * L**2 * V) * jnp.sum(Z**2)
@@ -105,13 +111,13 @@ def expected_loss(A: jax.Array, stats: jax.Array, hyper) -> jax.Array:
     A = A.astype(_float_dtype(A))
     L = A.shape[-1]
     K, B = stats_contractions(A, stats)
-    return _posterior_w_loss(K, B, K, B, jnp.trace(stats[0, 0]).astype(A.dtype),
-                             jnp.trace(stats[0, 0]).astype(A.dtype), L, hyper)
+    P = jnp.trace(stats[0, 0]).astype(A.dtype)
+    return _posterior_w_loss(K, B, K, B, P, P, L, hyper)
 
 
 def _posterior_w_loss(K, B, K_eval, B_eval, P_fit, P_eval, L, hyper):
     V = K.shape[-1]
-    M = jnp.eye(V, dtype=K.dtype) + hyper.beta * hyper.sigma_w2 / (L * V) * 0.5 * (K + K.T)
+    M = precision_M(K, L, hyper)
     Minv_B = jnp.linalg.solve(M, B)
     Wbar = hyper.beta * hyper.sigma_w2 / (L * V) * Minv_B.T
     var = hyper.sigma_w2 * jnp.trace(jnp.linalg.solve(M, K_eval))

@@ -56,8 +56,7 @@ def _check_run(num_steps, burn_in, thin, n_chains):
     check_size("num_steps", num_steps, 1)
     check_size("thin", thin, 1)
     check_size("n_chains", n_chains, 1)
-    if isinstance(burn_in, bool) or not isinstance(burn_in, int) or burn_in < 0:
-        raise ValueError(f"burn_in must be an integer >= 0, got {burn_in!r}")
+    check_size("burn_in", burn_in, 0)
     if burn_in >= num_steps:
         raise ValueError(f"burn_in must be < num_steps = {num_steps}, got {burn_in}")
     if (num_steps - burn_in) // thin < 1:

@@ -12,10 +12,13 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.linalg as jsl
 
 from copyjax._checks import check_activation, check_size
+from copyjax.action import precision_M
 from copyjax.data import copy_targets, one_hot
-from copyjax.model import attention, log_likelihood_from_stats, log_prior, shift_matrix
+from copyjax.model import (attention, log_likelihood_from_stats, log_prior, shift_matrix,
+                           stats_contractions)
 from copyjax.order import coverage, order_parameters
 
 
@@ -50,15 +53,11 @@ def sample_w_posterior(key, A: jax.Array, stats, hyper) -> jax.Array:
     ``w_i ~ N(beta sigma_w2/(L V) (M^-1 B)[:, i], sigma_w2/V M^-1)`` (docs/theory.md section 2).
     Paired with G from the exact marginal it gives exact joint draws of (W, G): the
     starting points of the equilibrium SGLD bias measurement."""
-    import jax.scipy.linalg as jsl
-
-    from copyjax.model import stats_contractions
-
     L = A.shape[-1]
     K, B = stats_contractions(A, stats)
     V = K.shape[-1]
     c = hyper.beta * hyper.sigma_w2 / (L * V)
-    R = jnp.linalg.cholesky(jnp.eye(V, dtype=K.dtype) + c * 0.5 * (K + K.T))
+    R = jnp.linalg.cholesky(precision_M(K, L, hyper))
     mean = c * jsl.cho_solve((R, True), B).T
     z = jax.random.normal(key, (V, V), K.dtype)
     # rows: R^-T z_i has covariance M^-1

@@ -29,7 +29,7 @@ from copyjax import reduced as R
 from copyjax._checks import check_activation, check_size
 from copyjax.chains import chain_keys, summarize
 from copyjax.hyper import Hyper, default_hyper
-from copyjax.theory import check_P, law_for, linear_minima, softmax_mf_minima
+from copyjax.theory import check_P, linear_minima, softmax_mf_minima
 
 
 def sampling_law(L: int, hyper: Hyper, P_max: float, n_bulk: int = 64, n_z: int = 256) -> R.RowLaw:
@@ -213,8 +213,7 @@ def sample_op_posterior(key, P, L: int, V: int, activation: str, hyper: Hyper | 
     P = check_P(P)
     for name, v in (("n_chains", n_chains), ("n_draws", n_draws), ("thin", thin), ("n_adapt", n_adapt)):
         check_size(name, v, 1)
-    if isinstance(n_warmup, bool) or not isinstance(n_warmup, int) or n_warmup < 0:
-        raise ValueError(f"n_warmup must be an integer >= 0, got {n_warmup!r}")
+    check_size("n_warmup", n_warmup, 0)
     hyper = default_hyper(activation, L) if hyper is None else hyper
     if activation == "softmax" and law is None:
         law = sampling_law(L, hyper, P)

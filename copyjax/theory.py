@@ -159,13 +159,14 @@ def linear_minima(P, L: int, V: int, hyper: Hyper, form: str = "map") -> list[Mi
     starts = jnp.asarray(_linear_starts())
     for k in range(4):
         # Plain Newton first (its jumps reach every basin from few starts); where no start
-        # converges (stiff actions: large P, large sigma_w2), backtracking Newton, continued
-        # from where the last round stopped.
-        c, E, gn, hmin = (np.asarray(x) for x in _linear_newton(L, V, hyper, form, k > 0)(
-            starts if k < 2 else jnp.asarray(np.where(np.isfinite(c), c, np.asarray(starts))), P))
+        # converges (stiff actions: large P, large sigma_w2), backtracking Newton from the
+        # same starts, then continued from where the last round stopped.
+        c, E, gn, hmin = (np.asarray(x) for x in _linear_newton(L, V, hyper, form, k > 0)(starts, P))
         scale = max(1.0, float(np.max(np.abs(E[np.isfinite(E)]), initial=1.0)))
         if np.any(np.isfinite(E) & (gn <= 1e-6 * scale)):
             break
+        if k > 0:
+            starts = jnp.asarray(np.where(np.isfinite(c), c, np.asarray(starts)))
     out: list[Minimum] = []
     for ci, ei, gi, hi in zip(c, E, gn, hmin):
         if not np.isfinite(ei) or gi > 1e-6 * scale or hi < -1e-9 * scale:

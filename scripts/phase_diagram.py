@@ -12,10 +12,11 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import os
 import sys
 import time
+
+from _cli import nonneg_int, positive_float, positive_int
 
 PRESETS = {
     "default": dict(chains=8, steps=400, adam_seeds=4, adam_steps=300, n_P=6, op_chains=16, op_draws=50),
@@ -23,38 +24,6 @@ PRESETS = {
     "full": dict(chains=2048, steps=20000, adam_seeds=256, adam_steps=5000, n_P=16, op_chains=1024,
                  op_draws=500),
 }
-
-
-def int_at_least(name, minimum):
-    def f(s):
-        try:
-            v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {s!r}") from None
-        if v < minimum:
-            raise argparse.ArgumentTypeError(f"{name} must be >= {minimum}, got {v}")
-        return v
-    return f
-
-
-def positive_int(name):
-    return int_at_least(name, 1)
-
-
-def nonneg_int(name):
-    return int_at_least(name, 0)
-
-
-def positive_float(name):
-    def f(s):
-        try:
-            v = float(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number, got {s!r}") from None
-        if not (math.isfinite(v) and v > 0):
-            raise argparse.ArgumentTypeError(f"{name} must be a finite number > 0, got {s!r}")
-        return v
-    return f
 
 
 def parser():

@@ -12,21 +12,12 @@ import json
 import jax
 
 import copyjax as cj
-
-
-def _pair(s):
-    try:
-        L, V = (int(x) for x in s.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--LV takes L,V pairs like 64,32, got {s!r}") from None
-    if L < 2 or V < 2:
-        raise argparse.ArgumentTypeError(f"--LV needs L >= 2 and V >= 2, got {s!r}")
-    return L, V
+from _cli import lv_pair
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--LV", type=_pair, nargs="+", default=[(64, 32), (32, 16), (64, 8)],
+    ap.add_argument("--LV", type=lv_pair, nargs="+", default=[(64, 32), (32, 16), (64, 8)],
                     help="L,V pairs (default: 64,32 32,16 64,8)")
     ap.add_argument("--forms", nargs="+", choices=["map", "posterior"], default=["map", "posterior"])
     ap.add_argument("--json", help="also write the results to this JSON file")

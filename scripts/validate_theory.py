@@ -10,7 +10,7 @@ half of the chains started from the prior, half from the copy pattern), and comp
 posterior mean and sd of the order parameters and the expected training loss with
 (a) the MAP form of the reduced theory (global minimum) and (b) its posterior form sampled
 in order-parameter space (NUTS, copyjax.op_posterior). Writes validate.json and prints a
-markdown table (the one in docs/theory.md section 10).
+markdown table (the one in docs/theory.md section 11).
 """
 import argparse
 import json
@@ -18,39 +18,19 @@ import os
 import sys
 import time
 
-
-def _pair(s):
-    try:
-        L, V = (int(x) for x in s.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--LV takes L,V pairs like 16,8, got {s!r}") from None
-    if L < 2 or V < 2:
-        raise argparse.ArgumentTypeError(f"--LV needs L >= 2 and V >= 2, got {s!r}")
-    return L, V
-
-
-def _pos_int(name):
-    def conv(s):
-        try:
-            v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {s!r}") from None
-        if v < 1:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {v}")
-        return v
-    return conv
+from _cli import lv_pair, positive_int
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--LV", type=_pair, nargs="+", default=[(16, 8), (32, 8)],
+    ap.add_argument("--LV", type=lv_pair, nargs="+", default=[(16, 8), (32, 8)],
                     help="L,V pairs (default 16,8 32,8)")
     ap.add_argument("--activation", choices=["softmax", "linear", "both"], default="both")
-    ap.add_argument("--n-P", type=_pos_int("--n-P"), default=8, help="P values per transition")
-    ap.add_argument("--chains", type=_pos_int("--chains"), default=64, help="MALA chains on G")
-    ap.add_argument("--steps", type=_pos_int("--steps"), default=1500, help="MALA steps per chain")
-    ap.add_argument("--thin", type=_pos_int("--thin"), default=10)
-    ap.add_argument("--op-chains", type=_pos_int("--op-chains"), default=32,
+    ap.add_argument("--n-P", type=positive_int("--n-P"), default=8, help="P values per transition")
+    ap.add_argument("--chains", type=positive_int("--chains"), default=64, help="MALA chains on G")
+    ap.add_argument("--steps", type=positive_int("--steps"), default=1500, help="MALA steps per chain")
+    ap.add_argument("--thin", type=positive_int("--thin"), default=10)
+    ap.add_argument("--op-chains", type=positive_int("--op-chains"), default=32,
                     help="NUTS chains in order-parameter space")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=os.path.join("results", "validate"))

@@ -1,0 +1,50 @@
+"""argparse argument types shared by the scripts (kept out of the copyjax package so that a
+bad option is refused before JAX is imported): each raises an ``ArgumentTypeError`` naming
+the option, and argparse exits with status 2."""
+from __future__ import annotations
+
+import argparse
+import math
+
+
+def int_at_least(name: str, minimum: int):
+    def conv(s):
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {s!r}") from None
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"{name} must be >= {minimum}, got {v}")
+        return v
+    return conv
+
+
+def positive_int(name: str):
+    return int_at_least(name, 1)
+
+
+def nonneg_int(name: str):
+    return int_at_least(name, 0)
+
+
+def positive_float(name: str):
+    def conv(s):
+        try:
+            v = float(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {s!r}") from None
+        if not (math.isfinite(v) and v > 0):
+            raise argparse.ArgumentTypeError(f"{name} must be a finite number > 0, got {s!r}")
+        return v
+    return conv
+
+
+def lv_pair(s):
+    """``"L,V"`` -> ``(L, V)`` with both >= 2 (the ``--LV`` option)."""
+    try:
+        L, V = (int(x) for x in s.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--LV takes L,V pairs like 64,32, got {s!r}") from None
+    if L < 2 or V < 2:
+        raise argparse.ArgumentTypeError(f"--LV needs L >= 2 and V >= 2, got {s!r}")
+    return L, V
