@@ -26,7 +26,13 @@ from copyjax.model import (
     shift_matrix,
     uniform_matrix,
 )
-from copyjax.order import coverage, order_parameters, sign_invariant
+from copyjax.order import (
+    coverage,
+    order_parameters,
+    reported_order_parameters,
+    sector_order_parameters,
+    sign_invariant,
+)
 from copyjax.theory import minima, theory_curve, transition_points
 
 __version__ = "0.1.0"
@@ -50,9 +56,11 @@ __all__ = [
     "normalised_hyper",
     "order_parameters",
     "per_sequence_loss",
+    "reported_order_parameters",
     "pooled_features",
     "sample_tokens",
     "sampled_stats",
+    "sector_order_parameters",
     "shift_matrix",
     "sign_invariant",
     "stats_size",

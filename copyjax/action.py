@@ -89,6 +89,16 @@ def exact_action(G: jax.Array, stats: jax.Array, hyper, activation: str) -> jax.
     return _raise_if_not_pd(value, "exact_action")
 
 
+def marginal_logdensity(G: jax.Array, stats: jax.Array, hyper, activation: str) -> jax.Array:
+    """``-S_P(G)`` up to a constant, ``G: (L, L)``: the log density every sampler of G uses
+    (no argument checks: traced inside samplers). ``-inf`` (never NaN) where M is not
+    positive definite, so a Metropolis step rejects such a proposal. The pattern is formed in
+    the statistics' dtype (the O(L^2 V^2) contraction dominates the cost)."""
+    A = attention(G.astype(stats.dtype), activation)
+    v = -(data_action(A, stats, hyper) + 0.5 * jnp.sum(G**2) / hyper.sigma_g2)
+    return jnp.where(jnp.isfinite(v), v, -jnp.inf)
+
+
 def action_from_features(h: jax.Array, y: jax.Array, P, hyper) -> jax.Array:
     """The same marginal built naively from pooled features ``h: (P, L, V)`` and
     one-hot targets ``y: (P, L, V)`` (cost grows with P; reference and benchmark)."""

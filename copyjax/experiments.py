@@ -10,17 +10,42 @@ import json
 import os
 import tempfile
 import time
+from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from copyjax import chains, network, samplers, theory, training
-from copyjax.data import sampled_stats, streamed_tokens
+from copyjax import chains, exact_posterior, network, samplers, theory, training
+from copyjax.data import sampled_stats, stats_size, streamed_tokens
 from copyjax.hyper import Hyper
 from copyjax.model import attention, log_likelihood_from_stats
+from copyjax.order import sector_order_parameters
 
-OBS_KEYS = ("c1", "cG", "coverage", "loss", "logpost")
+OBS_KEYS = ("c1", "cG", "abs_rho", "family", "coverage", "loss", "logpost")
+# SGLD chains start from the prior (relaxation), exact joint draws (drift from the
+# posterior) or the copy pattern (hysteresis); the index keys their random streams
+SGLD_STARTS = ("prior", "copy", "exact")
+# what the exact-posterior summary covers (a_1 + a_G = 1 for softmax: no abs_rho)
+EXACT_KEYS = {"softmax": ("c1", "cG", "loss"), "linear": ("c1", "cG", "abs_rho", "loss")}
+
+
+def theory_op(m, L: int, activation: str) -> dict:
+    """A theory minimum's order parameters in the reported convention
+    (``order.sector_order_parameters`` for linear attention)."""
+    if activation == "linear":
+        sec = sector_order_parameters(m.c1, m.cG, L)
+        return {k: float(sec[k]) for k in ("c1", "cG", "abs_rho")}
+    return {"c1": float(m.c1), "cG": float(m.cG), "abs_rho": float(m.c1 + m.cG)}
+
+
+# MALA steps per exact chain when not given: linear attention's copy direction mixes slower
+DEFAULT_EXACT_STEPS = {"softmax": 600, "linear": 1200}
+
+
+def exact_thin(steps: int) -> int:
+    """Thinning of the exact chains: about 30 recorded draws per chain after the burn-in."""
+    return max(1, (steps - steps // 3) // 30)
 
 
 def config_hash(cfg: dict) -> str:
@@ -57,71 +82,32 @@ def auto_step_size(P: float, V: int, hyper: Hyper, scale: float = 0.05) -> float
 
 
 def _test_loss(final, stats_test, hyper, activation) -> np.ndarray:
-    P = jnp.trace(stats_test[0, 0])
+    return np.asarray(_test_loss_jit(final, stats_test, hyper=hyper, activation=activation))
+
+
+@partial(jax.jit, static_argnames=("hyper", "activation"))
+def _test_loss_jit(final, stats_test, *, hyper, activation):
+    """Per-sequence loss of every network of ``final`` on fresh statistics (compiled once
+    per sweep: the statistics are an argument)."""
+    P = stats_size(stats_test)
 
     def one(p):
         A = attention(p.G, activation)
         return -log_likelihood_from_stats(p.W, A, stats_test, hyper.beta) / (hyper.beta * P)
 
-    return np.asarray(jax.jit(jax.vmap(one))(final))
+    return jax.vmap(one)(final)
 
 
-def _signed(draws: dict, activation: str) -> dict:
-    """Linear attention is even in (W, G): report order parameters with sign(rho) fixed."""
-    if activation != "linear":
-        return draws
-    s = np.where(draws["c1"] + draws["cG"] < 0, -1.0, 1.0)
-    return dict(draws, c1=s * draws["c1"], cG=s * draws["cG"])
-
-
-def tuned_mala_step(key, logdensity, x0, n_pilot=400, target=0.57):
-    """MALA step size from blackjax's dual averaging on one pilot chain started at x0."""
-    import blackjax
-
-    da_init, da_update, da_final = blackjax.adaptation.step_size.dual_averaging_adaptation(target)
-    kernel = blackjax.mala.build_kernel()
-
-    def body(carry, k):
-        state, da = carry
-        state, info = kernel(k, state, logdensity, jnp.exp(da.log_step_size))
-        return (state, da_update(da, info.acceptance_rate)), None
-
-    (_, da), _ = jax.lax.scan(body, (blackjax.mala.init(x0, logdensity), da_init(1e-2)),
-                              jax.random.split(key, n_pilot))
-    return float(da_final(da))
-
-
-def exact_posterior(key, stats, L, V, activation, hyper, n_chains, steps, thin):
-    """blackjax MALA on the exact marginal exp(-S_P(G)) of ``stats``: half of the chains from
-    the prior, half from the copy pattern. Returns ``(Samples, step size, n prior chains)``;
-    draws ``c1, cG`` (sign-fixed for linear) and ``loss`` (W averaged over its posterior)."""
-    import copyjax as cj
-    from copyjax import chains as C
-    from copyjax import samplers as S
-    from copyjax.action import data_action, expected_loss
-
-    def logdensity(G):
-        A = cj.attention(G, activation)
-        return -(data_action(A, stats, hyper) + 0.5 * jnp.sum(G**2) / hyper.sigma_g2)
-
-    k_init, k_pilot, k_run = jax.random.split(key, 3)
-    prior = jnp.sqrt(hyper.sigma_g2) * jax.random.normal(k_init, (n_chains, L, L))
-    # Copy-pattern starts: a strong logit at the previous token (softmax) / A = S (linear).
-    S_mat = cj.shift_matrix(L, prior.dtype)
-    copy = (jnp.log(4.0 * L) * S_mat if activation == "softmax" else S_mat) + 0.1 * prior
-    half = n_chains // 2
-    init = jnp.concatenate([prior[: n_chains - half], copy[:half]])
-    eps = tuned_mala_step(k_pilot, logdensity, init[0])
-
-    def observe(G):
-        A = cj.attention(G, activation)
-        c1, cG = cj.order_parameters(A)
-        s = jnp.where(c1 + cG < 0, -1.0, 1.0) if activation == "linear" else 1.0
-        return {"c1": s * c1, "cG": s * cG, "loss": expected_loss(A, stats, hyper)}
-
-    smp = C.run_chains(k_run, S.mala_marginal(stats, hyper, activation, eps), init, observe,
-                       num_steps=steps, burn_in=steps // 3, thin=thin)
-    return smp, eps, n_chains - half
+def exact_joint_starts(key, run, n: int, stats, hyper, activation: str):
+    """``n`` exact joint draws of (W, G) as SGLD starts: G from the final states of the
+    exact-posterior chains that moved (cycled), W from its Gaussian conditional given G
+    (``network.sample_w_posterior``). Float32, like the SGLD chains."""
+    ok = np.flatnonzero(~run.stuck & ~np.asarray(run.samples.divergent))
+    ok = ok if ok.size else np.arange(len(run.stuck))
+    G = jnp.asarray(np.asarray(run.samples.final.position)[ok[np.arange(n) % ok.size]])
+    A = attention(G.astype(stats.dtype), activation)
+    W = jax.vmap(lambda k, a: network.sample_w_posterior(k, a, stats, hyper))(jax.random.split(key, n), A)
+    return network.Params(W.astype(jnp.float32), G.astype(jnp.float32))
 
 
 def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = False) -> tuple[dict, dict]:
@@ -141,16 +127,21 @@ def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = F
         ms = theory.minima(P, L, V, activation, hyper, form)
         best = min(ms, key=lambda m: m.action)
         summary[f"theory_{form}"] = {
-            "global": {"c1": best.c1, "cG": best.cG,
-                       "loss": theory.minimum_loss(best, P, L, V, activation, hyper, form)},
-            "minima": [{"c1": m.c1, "cG": m.cG, "action": m.action} for m in ms],
+            "global": theory_op(best, L, activation) | {
+                "loss": theory.minimum_loss(best, P, L, V, activation, hyper, form)},
+            "minima": [theory_op(m, L, activation) | {"action": m.action} for m in ms],
+            # two minima: inside this form's coexistence window, where the exact chains'
+            # start families are expected to disagree
+            "in_window": len(ms) > 1,
         }
 
     # the joint MAP of (W, G): what Adam converges to (docs/theory.md, joint_map form)
     ms = theory.minima(P, L, V, activation, hyper, "joint_map")
     best = min(ms, key=lambda m: m.action)
-    summary["theory_joint_map"] = {"c1": best.c1, "cG": best.cG,
+    summary["theory_joint_map"] = theory_op(best, L, activation) | {
                                    "loss": theory.minimum_loss(best, P, L, V, activation, hyper, "joint_map")}
+    clock = {"theory": time.perf_counter() - t0}
+    t1 = time.perf_counter()
     # the posterior form sampled in order-parameter space (NUTS, copyjax.op_posterior)
     if cfg.get("op_chains"):
         from copyjax import op_posterior
@@ -159,20 +150,30 @@ def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = F
                                              hyper, n_chains=cfg["op_chains"], n_draws=cfg["op_draws"],
                                              n_warmup=max(25, cfg["op_draws"] // 2))
         summ = op_posterior.op_summary(s)
-        summary["theory_posterior_sampled"] = {k: summ[k] for k in ("c1", "cG", "loss")} | {
+        summary["theory_posterior_sampled"] = {k: summ[k] for k in EXACT_KEYS[activation]} | {
             "mode_weights": summ["weights"], "n_divergent_transitions": summ["n_divergent_transitions"]}
-        for k in ("c1", "cG", "loss"):
+        for k in EXACT_KEYS[activation]:
             arrays[f"op_{k}"] = s.draws[k]
-    # the exact marginal posterior of G on this point's data (MALA on all L^2 entries)
+    clock["op_nuts"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
+    # the exact marginal posterior of G on this point's data (adaptive MALA on all L^2 entries)
+    run = None
     if cfg.get("exact_chains"):
-        smp, eps_x, n_prior = exact_posterior(jax.random.fold_in(key, 102), stats.astype(jnp.float64),
-                                              L, V, activation, hyper, cfg["exact_chains"],
-                                              cfg["exact_steps"], max(1, cfg["exact_steps"] // 100))
-        summary["exact"] = {k: chains.summarize(smp.draws[k], smp.divergent) for k in ("c1", "cG", "loss")}
-        summary["exact"]["step_size"] = eps_x
-        for k in ("c1", "cG", "loss"):
-            arrays[f"exact_{k}"] = smp.draws[k]
+        steps = cfg["exact_steps"] or DEFAULT_EXACT_STEPS[activation]
+        run = exact_posterior.sample_exact_posterior(
+            jax.random.fold_in(key, 102), stats, hyper, activation, n_chains=cfg["exact_chains"],
+            num_steps=steps, burn_in=steps // 3, thin=exact_thin(steps),
+            warmup_steps=cfg["exact_warmup"], progress=progress, desc=f"{activation} P={P} exact")
+        summary["exact"] = exact_posterior.summarize_exact(run, EXACT_KEYS[activation])
+        for k in ("c1", "cG", "abs_rho", "family", "loss"):
+            arrays[f"exact_{k}"] = run.samples.draws[k]
+        arrays["exact_start"] = run.start
+        arrays["exact_acceptance"] = run.acceptance
+        arrays["exact_step_size"] = run.step_size
+        arrays["exact_stuck"] = run.stuck
 
+    clock["exact"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
     eps = cfg["step_size"] or auto_step_size(P, V, hyper)
     summary["step_size"] = eps
     obs = network.Observer(hyper, activation, OBS_KEYS)
@@ -183,46 +184,152 @@ def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = F
         alg = samplers.NetworkSampler(hyper, activation, "sgld", min(cfg["batch"], P))
     else:
         alg = samplers.NetworkSampler(hyper, activation, "sgld")
-    for start in ("prior", "copy"):
-        ki = jax.random.fold_in(k_init, start == "copy")
-        if cfg["chains"]:
+    sgld_starts = [s for s in cfg.get("sgld_starts", ("prior", "exact")) if s != "exact" or run is not None]
+    for start in sgld_starts if cfg["chains"] else ():
+        ki = jax.random.fold_in(k_init, SGLD_STARTS.index(start))
+        if start == "exact":
+            init = exact_joint_starts(ki, run, cfg["chains"], stats, hyper, activation)
+        else:
             init = training.init_ensemble(ki, cfg["chains"], L, V, hyper, activation, start)
-            s = chains.run_chains(jax.random.fold_in(k_chain, start == "copy"), alg, init, obs,
-                                  data=data, num_steps=cfg["steps"], burn_in=cfg["steps"] // 2,
-                                  thin=max(1, cfg["steps"] // 100), progress=progress,
-                                  desc=f"{activation} P={P} sgld/{start}")
-            draws = _signed(s.draws, activation)
-            for k in OBS_KEYS:
-                arrays[f"sgld_{start}_{k}"] = draws[k]
-            arrays[f"sgld_{start}_divergent"] = s.divergent
-            arrays[f"sgld_{start}_test_loss"] = _test_loss(
-                s.final.position, stats_test, hyper, activation)
-            summary[f"sgld_{start}"] = {
-                k: chains.summarize(draws[k], s.divergent) for k in ("c1", "cG", "loss", "coverage")
-            } | {"test_loss": float(np.mean(arrays[f"sgld_{start}_test_loss"][~s.divergent]))
-                 if (~s.divergent).any() else None}
-        if cfg["adam_seeds"]:
-            init = training.init_ensemble(ki, cfg["adam_seeds"], L, V, hyper, activation, start)
-            ens = training.train_ensemble(jax.random.fold_in(k_adam, start == "copy"), init, stats,
-                                          hyper, activation, steps=cfg["adam_steps"],
-                                          learning_rate=cfg["adam_lr"],
-                                          record_every=max(1, cfg["adam_steps"] // 50))
-            curves = _signed(ens.curves, activation)
-            final = _signed(ens.final_obs, activation)
-            for k in OBS_KEYS:
-                arrays[f"adam_{start}_{k}_curve"] = curves[k]
-                arrays[f"adam_{start}_{k}"] = final[k]
-            arrays["adam_steps"] = ens.steps
-            arrays[f"adam_{start}_test_loss"] = _test_loss(ens.final, stats_test, hyper, activation)
+        s = chains.run_chains(jax.random.fold_in(k_chain, SGLD_STARTS.index(start)), alg, init, obs,
+                              data=data, num_steps=cfg["steps"], burn_in=cfg["steps"] // 2,
+                              thin=max(1, cfg["steps"] // 100), progress=progress,
+                              desc=f"{activation} P={P} sgld/{start}")
+        for k in OBS_KEYS:
+            arrays[f"sgld_{start}_{k}"] = s.draws[k]
+        arrays[f"sgld_{start}_divergent"] = s.divergent
+        arrays[f"sgld_{start}_test_loss"] = _test_loss(s.final.position, stats_test, hyper, activation)
+        summary[f"sgld_{start}"] = {
+            k: chains.summarize(s.draws[k], s.divergent) for k in ("c1", "cG", "abs_rho", "loss", "coverage")
+        } | {"test_loss": float(np.mean(arrays[f"sgld_{start}_test_loss"][~s.divergent]))
+             if (~s.divergent).any() else None}
+    clock["sgld"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
+    for start in ("prior", "copy") if cfg["adam_seeds"] else ():
+        ki = jax.random.fold_in(k_init, start == "copy")
+        init = training.init_ensemble(ki, cfg["adam_seeds"], L, V, hyper, activation, start)
+        ens = training.train_ensemble(jax.random.fold_in(k_adam, start == "copy"), init, stats,
+                                      hyper, activation, steps=cfg["adam_steps"],
+                                      learning_rate=cfg["adam_lr"],
+                                      record_every=max(1, cfg["adam_steps"] // 50))
+        for k in OBS_KEYS:
+            arrays[f"adam_{start}_{k}_curve"] = ens.curves[k]
+            arrays[f"adam_{start}_{k}"] = ens.final_obs[k]
+        arrays["adam_steps"] = ens.steps
+        arrays[f"adam_{start}_test_loss"] = _test_loss(ens.final, stats_test, hyper, activation)
     if cfg["adam_seeds"]:
         lp = np.concatenate([arrays["adam_prior_logpost"], arrays["adam_copy_logpost"]])
         mask = training.reached_global(lp, rtol=cfg["adam_rtol"])
         arrays["adam_global_mask"] = mask
         pick = lambda k: np.concatenate([arrays[f"adam_prior_{k}"], arrays[f"adam_copy_{k}"]])[mask]
         summary["adam_global"] = {"n": int(mask.sum()), "of": int(mask.size)} | {
-            k: float(np.mean(pick(k))) for k in ("c1", "cG", "loss", "coverage", "test_loss")}
+            k: float(np.mean(pick(k))) for k in ("c1", "cG", "abs_rho", "loss", "coverage", "test_loss")}
+    clock["adam"] = time.perf_counter() - t1
+    summary["wall_s_by_part"] = clock
     summary["wall_s"] = time.perf_counter() - t0
     return summary, arrays
+
+
+# summary.csv: one row per (activation, P); documented column by column in docs/phase_diagram.md
+CSV_COLUMNS = (
+    "activation", "P", "theory_c1", "theory_cG", "theory_loss", "post_c1", "post_cG",
+    "sgld_prior_cG", "sgld_prior_cG_sd", "sgld_copy_cG", "sgld_copy_cG_sd", "sgld_rhat_cG",
+    "sgld_ess_cG", "sgld_divergent", "adam_cG", "adam_n_global", "sgld_loss", "adam_loss",
+    "adam_test_loss", "coverage", "op_cG", "op_cG_sd", "exact_cG", "exact_cG_sd", "wall_s",
+    "theory_abs_rho", "post_abs_rho", "exact_cG_mcse", "exact_abs_rho", "exact_loss",
+    "exact_rhat_cG", "exact_nested_rhat_cG", "exact_ess_cG", "exact_branches_disagree",
+    "exact_prior_cG", "exact_copy_cG", "exact_acceptance", "exact_n_stuck",
+    "exact_n_opposite_family", "exact_abs_rho_opposite", "sgld_exact_cG", "sgld_exact_cG_sd",
+    "theory_in_window",
+)
+
+
+def csv_row(p: dict) -> list:
+    """The ``CSV_COLUMNS`` of one point summary (empty where a method did not run, and
+    ``exact_cG``/``exact_cG_sd`` empty where the start families disagree)."""
+    get = lambda d, *ks: _dig(p, d, *ks)
+    ex = p.get("exact", {})
+    disagree = ex.get("branches_disagree")
+    fam = ex.get("sign_families", {})
+    row = {
+        "activation": p["activation"], "P": p["P"],
+        "theory_c1": get("theory_map", "global", "c1"), "theory_cG": get("theory_map", "global", "cG"),
+        "theory_loss": get("theory_map", "global", "loss"), "theory_abs_rho": get("theory_map", "global", "abs_rho"),
+        "post_c1": get("theory_posterior", "global", "c1"), "post_cG": get("theory_posterior", "global", "cG"),
+        "post_abs_rho": get("theory_posterior", "global", "abs_rho"),
+        "op_cG": get("theory_posterior_sampled", "cG", "mean"), "op_cG_sd": get("theory_posterior_sampled", "cG", "sd"),
+        "exact_cG": "" if disagree else get("exact", "cG", "mean"),
+        "exact_cG_sd": "" if disagree else get("exact", "cG", "sd"),
+        "exact_cG_mcse": "" if disagree else get("exact", "cG", "mcse"),
+        "exact_abs_rho": fam.get("abs_rho") if p["activation"] == "linear" else "",
+        "exact_loss": "" if disagree else get("exact", "loss", "mean"),
+        "exact_rhat_cG": get("exact", "cG", "rhat"), "exact_nested_rhat_cG": get("exact", "cG", "nested_rhat"),
+        "exact_ess_cG": get("exact", "cG", "ess"),
+        "exact_branches_disagree": "" if not ex else str(bool(disagree)).lower(),
+        "exact_prior_cG": get("exact", "cG", "prior", "mean"), "exact_copy_cG": get("exact", "cG", "copy", "mean"),
+        "exact_acceptance": ex.get("acceptance_mean", ""), "exact_n_stuck": ex.get("n_stuck", ""),
+        "exact_n_opposite_family": fam.get("opposite", {}).get("n", "") if p["activation"] == "linear" else "",
+        "exact_abs_rho_opposite": (fam.get("opposite", {}).get("abs_rho") if p["activation"] == "linear"
+                                   and fam.get("split") else ""),
+        "sgld_prior_cG": get("sgld_prior", "cG", "mean"), "sgld_prior_cG_sd": get("sgld_prior", "cG", "sd"),
+        "sgld_copy_cG": get("sgld_copy", "cG", "mean"), "sgld_copy_cG_sd": get("sgld_copy", "cG", "sd"),
+        "sgld_exact_cG": get("sgld_exact", "cG", "mean"), "sgld_exact_cG_sd": get("sgld_exact", "cG", "sd"),
+        "sgld_rhat_cG": get("sgld_prior", "cG", "rhat"), "sgld_ess_cG": get("sgld_prior", "cG", "ess"),
+        "sgld_divergent": get("sgld_prior", "cG", "n_divergent"), "sgld_loss": get("sgld_prior", "loss", "mean"),
+        "coverage": get("sgld_prior", "coverage", "mean"),
+        "adam_cG": get("adam_global", "cG"), "adam_n_global": get("adam_global", "n"),
+        "adam_loss": get("adam_global", "loss"), "adam_test_loss": get("adam_global", "test_loss"),
+        "wall_s": p.get("wall_s", ""),
+        "theory_in_window": str(bool(get("theory_posterior", "in_window"))).lower(),
+    }
+    return ["" if row[c] is None else row[c] for c in CSV_COLUMNS]
+
+
+def _dig(d, *keys):
+    for k in keys:
+        if not isinstance(d, dict) or k not in d:
+            return ""
+        d = d[k]
+    return d
+
+
+def point_line(p: dict) -> str:
+    """One line of the script's report for a point: theory, exact posterior (both branches
+    where the start families disagree), SGLD, Adam."""
+    lin = p["activation"] == "linear"
+    name = "|c_G|" if lin else "a_G"
+    th = p["theory_posterior"]["global"]
+    line = f"P={p['P']:>7}: theory (posterior form) {name}={th['cG']:.3f}"
+    if lin:
+        line += f" |rho|={th['abs_rho']:.3f}"
+    if p["theory_posterior"].get("in_window"):
+        line += " [two minima: coexistence window]"
+    if p.get("theory_posterior_sampled"):
+        line += f" | NUTS(OP) {p['theory_posterior_sampled']['cG']['mean']:.3f}"
+    ex = p.get("exact")
+    if ex:
+        c = ex["cG"]
+        if ex["branches_disagree"]:
+            line += (f" | exact: TWO BRANCHES prior-start {c['prior']['mean']:.3f}, copy-start "
+                     f"{c['copy']['mean']:.3f} (nested R-hat {c['nested_rhat']:.2f})")
+        else:
+            line += f" | exact {c['mean']:.3f}+-{c['mcse']:.3f} (R-hat {c['rhat']:.3f}, ESS {c['ess']:.0f})"
+        if lin:
+            fam = ex["sign_families"]
+            line += f" |rho| {fam['abs_rho']:.3f}"
+            if fam["split"]:
+                line += (f" [opposite-sign family: {fam['opposite']['n']} chains, |rho| "
+                         f"{fam['opposite']['abs_rho']:.3f}]")
+        if ex["n_stuck"]:
+            line += f" [{ex['n_stuck']} chains did not move]"
+    for start, lab in (("prior", "SGLD relaxation from prior"), ("exact", "SGLD from exact draws"),
+                       ("copy", "SGLD from copy")):
+        if p.get(f"sgld_{start}"):
+            line += f" | {lab} {p[f'sgld_{start}']['cG']['mean']:.3f}"
+    if p.get("adam_global"):
+        ad = p["adam_global"]
+        line += f" | Adam {ad['cG']:.3f} ({ad['n']}/{ad['of']})"
+    return line
 
 
 def point_path(out: str, activation: str, index: int) -> str:

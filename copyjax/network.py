@@ -16,10 +16,10 @@ import jax.scipy.linalg as jsl
 
 from copyjax._checks import check_activation, check_size
 from copyjax.action import precision_M
-from copyjax.data import copy_targets, one_hot
+from copyjax.data import copy_targets, one_hot, stats_size
 from copyjax.model import (attention, log_likelihood_from_stats, log_prior, shift_matrix,
                            stats_contractions)
-from copyjax.order import coverage, order_parameters
+from copyjax.order import coverage, reported_order_parameters
 
 
 class Params(NamedTuple):
@@ -83,26 +83,18 @@ def sequence_loglik(params: Params, tokens, hyper, activation: str) -> jax.Array
 
 
 def observables(params: Params, stats, hyper, activation: str) -> dict[str, jax.Array]:
-    """Scalars recorded along chains and training runs: order parameters (and the
-    sign-invariant ones for linear attention), coverage, per-sequence training loss,
-    log posterior."""
+    """Scalars recorded along chains and training runs: the reported order parameters
+    (``order.reported_order_parameters``: a_1, a_G for softmax; for linear the
+    sign-invariant ``c1 = sign(rho) c_1``, ``cG = |c_G|``, ``abs_rho``, ``family``),
+    coverage, per-sequence training loss, log posterior."""
     A = attention(params.G, activation)
-    c1, cG = order_parameters(A)
-    P = jnp.trace(stats[0, 0]).astype(A.dtype)
+    P = stats_size(stats).astype(A.dtype)
     ll = log_likelihood_from_stats(params.W, A, stats, hyper.beta)
-    out = {
-        "c1": c1,
-        "cG": cG,
+    return reported_order_parameters(A, activation) | {
         "coverage": coverage(A),
         "loss": -ll / (hyper.beta * P),
         "logpost": ll + log_prior(params.W, params.G, hyper),
     }
-    if activation == "linear":
-        s = jnp.where(c1 + cG < 0, -1.0, 1.0).astype(c1.dtype)
-        out["abs_rho"] = jnp.abs(c1 + cG)
-        out["signed_c1"] = s * c1
-        out["signed_cG"] = s * cG
-    return out
 
 
 class Observer(NamedTuple):

@@ -28,6 +28,7 @@ import numpy as np
 from copyjax import reduced as R
 from copyjax._checks import check_activation, check_size
 from copyjax.chains import chain_keys, summarize
+from copyjax.order import sector_order_parameters
 from copyjax.hyper import Hyper, default_hyper
 from copyjax.theory import check_P, linear_minima, softmax_mf_minima
 
@@ -47,7 +48,8 @@ class OPSamples(NamedTuple):
     """Draws of the reduced posterior at one P.
 
     ``draws``: dict name -> ``(chain, draw)`` arrays: ``c1, cG`` (a_1, a_G for softmax;
-    sign-fixed by rho = c_1 + c_G >= 0 for linear) and ``loss`` (expected per-sequence
+    for linear the sector-invariant ``sign(rho) c_1``, ``|c_G|`` and ``abs_rho``:
+    ``copyjax.order.sector_order_parameters``) and ``loss`` (expected per-sequence
     loss, W averaged over its posterior); ``mode``: ``(chain,)`` index of the start mode;
     ``modes``: ``(n_modes, dim)`` mode coordinates; ``weights``: their Laplace masses
     (sum 1); ``divergent``: ``(chain,)`` count of NUTS divergent transitions;
@@ -74,9 +76,9 @@ def _observe_fn(P, L, V, activation, hyper, law):
         def observe(z):
             c1, cG, t_r, t_b = z[0], z[1], jnp.exp(z[2]), jnp.exp(z[3])
             q, r, g, s = R._span_scalars(c1, cG, L)
-            sign = jnp.where(c1 + cG < 0, -1.0, 1.0)
             loss = R.sector_loss(q + t_r + t_b, r + L * t_r, g, s, P, L, V, hyper)
-            return {"c1": sign * c1, "cG": sign * cG, "loss": loss}
+            sec = sector_order_parameters(c1, cG, L)
+            return {"c1": sec["c1"], "cG": sec["cG"], "abs_rho": sec["abs_rho"], "loss": loss}
         return observe
 
     def observe(m):

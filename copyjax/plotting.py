@@ -10,7 +10,22 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-ACT_LABEL = {"softmax": ("a_1", "a_G"), "linear": ("c_1 (sign-fixed)", "c_G (sign-fixed)")}
+# the two order parameters drawn per activation: key in the results, label
+# (linear: the sector-invariant amplitudes, copyjax.order.sector_order_parameters)
+ACT_KEYS = {"softmax": (("c1", "a_1"), ("cG", "a_G")), "linear": (("abs_rho", "|rho|"), ("cG", "|c_G|"))}
+# labels of the c1 / cG keys (linear: sector-invariant, copyjax.order.sector_order_parameters)
+ACT_LABEL = {"softmax": ("a_1", "a_G"), "linear": ("sign(rho) c_1", "|c_G|")}
+SGLD_LABEL = {"prior": ("o", "SGLD relaxation from the prior"), "exact": ("s", "SGLD from exact posterior draws"),
+              "copy": ("D", "SGLD from the copy pattern")}
+
+
+def _theory_value(th, key, i=None):
+    """A theory curve (or its i-th value); linear ``abs_rho`` = c_1 + c_G (rho >= 0 there)."""
+    if key == "abs_rho" and "abs_rho" not in th:
+        v = np.asarray(th["c1"], float) + np.asarray(th["cG"], float)
+    else:
+        v = np.asarray(th[key], float)
+    return v if i is None else v[i]
 
 
 def _save(fig, out, name):
@@ -29,37 +44,36 @@ def _points(res, act):
 
 def order_parameters(res, out):
     acts = res["activations"]
-    fig, axes = plt.subplots(1, len(acts), figsize=(6.2 * len(acts), 4.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(acts), figsize=(6.6 * len(acts), 4.8), squeeze=False)
     for ax, act in zip(axes[0], acts):
         th = res["theory"][act]
-        for key, color, name in (("c1", "tab:blue", ACT_LABEL[act][0]), ("cG", "tab:red", ACT_LABEL[act][1])):
-            ax.plot(th["P"], th[key], "-", color=color, lw=2, label=f"theory MAP, global: {name}")
+        pts = _points(res, act)
+        Ps = np.array([p["P"] for p in pts], float)
+        for (key, name), color in zip(ACT_KEYS[act], ("tab:blue", "tab:red")):
+            ax.plot(th["P"], _theory_value(th, key), "-", color=color, lw=2, label=f"theory MAP, global: {name}")
             if "joint_map" in th:
-                ax.plot(th["P"], th["joint_map"][key], ":", color=color, lw=1.5,
+                ax.plot(th["P"], _theory_value(th["joint_map"], key), ":", color=color, lw=1.5,
                         label=f"theory joint MAP of (W, G) (Adam's target): {name}")
-            for bi, branch in enumerate(_metastable_branches(th, key)):
-                if branch:
-                    ax.plot(*zip(*branch), "--", color=color, lw=1, alpha=0.8,
-                            label=f"metastable {name}" if bi == 0 else None)
-            pts = _points(res, act)
-            Ps = [p["P"] for p in pts]
+            if key in ("c1", "cG"):
+                for bi, branch in enumerate(_metastable_branches(th, key)):
+                    if branch:
+                        ax.plot(*zip(*branch), "--", color=color, lw=1, alpha=0.8,
+                                label=f"metastable {name}" if bi == 0 else None)
             ax.plot(Ps, [p["theory_posterior"]["global"][key] for p in pts], "x", color=color,
                     ms=8, label=f"theory posterior form (minimum): {name}")
-            if "theory_posterior_sampled" in pts[0]:
-                ax.errorbar(Ps, [p["theory_posterior_sampled"][key]["mean"] for p in pts],
+            if key in pts[0].get("theory_posterior_sampled", {}):
+                ax.errorbar(Ps * 0.94, [p["theory_posterior_sampled"][key]["mean"] for p in pts],
                             [p["theory_posterior_sampled"][key]["sd"] for p in pts], fmt="D",
                             color=color, ms=4, alpha=0.6, capsize=2,
                             label=f"theory posterior, NUTS in OP space: {name}")
             if "exact" in pts[0]:
-                ax.errorbar(np.array(Ps) * 1.06, [p["exact"][key]["mean"] for p in pts],
-                            [p["exact"][key]["sd"] for p in pts], fmt="*", color=color, ms=8,
-                            capsize=2, label=f"exact posterior of G (MALA): {name}")
-            for start, mk, off in (("prior", "o", 0.97), ("copy", "s", 1.03)):
+                _exact_points(ax, pts, key, color, name, act)
+            for start, (mk, lab) in SGLD_LABEL.items():
                 if f"sgld_{start}" in pts[0]:
-                    m = [p[f"sgld_{start}"][key]["mean"] for p in pts]
-                    sd = [p[f"sgld_{start}"][key]["sd"] for p in pts]
-                    ax.errorbar(np.array(Ps) * off, m, sd, fmt=mk, color=color, mfc="none",
-                                capsize=2, label=f"SGLD from {start}: {name}")
+                    off = {"prior": 0.97, "exact": 1.03, "copy": 1.09}[start]
+                    ax.errorbar(Ps * off, [p[f"sgld_{start}"][key]["mean"] for p in pts],
+                                [p[f"sgld_{start}"][key]["sd"] for p in pts], fmt=mk, color=color,
+                                mfc="none", ms=5, capsize=2, alpha=0.7, label=f"{lab}: {name}")
             if "adam_global" in pts[0]:
                 ax.plot(Ps, [p["adam_global"][key] for p in pts], "^", color=color, ms=7,
                         label=f"Adam (global-min runs): {name}")
@@ -67,7 +81,7 @@ def order_parameters(res, out):
             v = res["transitions"][act].get(k)
             if v:
                 ax.axvline(v, color="gray", ls=ls, lw=1)
-                ax.text(v, 1.02, k.replace("P_", "P_"), rotation=90, va="bottom", ha="right",
+                ax.text(v, 1.02, k, rotation=90, va="bottom", ha="right",
                         fontsize=7, color="gray", transform=ax.get_xaxis_transform())
         ax.set_xscale("log")
         ax.set_xlabel("P (training sequences)")
@@ -75,6 +89,37 @@ def order_parameters(res, out):
         ax.set_title(f"{act} attention, L={res['config']['L']}, V={res['config']['V']}")
         ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
     return _save(fig, out, "order_parameters")
+
+
+def _exact_points(ax, pts, key, color, name, act):
+    """Exact-posterior means +- sd: one star per point where the start families agree,
+    a star for each branch (filled: copy start, open: prior start) where they do not.
+    Linear |rho|: the same-sign family where the sign families are separate metastable
+    states (the opposite family's value drawn as a cross), else all chains."""
+    one, two = [], []
+    for p in pts:
+        ex = p["exact"]
+        (two if ex["branches_disagree"] else one).append(p)
+    def val(p, fam=None):
+        if key == "abs_rho" and act == "linear":
+            v = p["exact"]["sign_families"]["abs_rho"]
+            return v, p["exact"]["abs_rho"]["sd"]
+        s = p["exact"][key] if fam is None else p["exact"][key][fam]
+        return s["mean"], s["sd"]
+    if one:
+        m, sd = zip(*(val(p) for p in one))
+        ax.errorbar([p["P"] * 1.015 for p in one], m, sd, fmt="*", color=color, ms=10, capsize=2,
+                    mec="k", mew=0.5, label=f"exact posterior of G (MALA): {name}")
+    for fam, mfc in (("prior", "none"), ("copy", color)):
+        if two:
+            m, sd = zip(*(val(p, fam) for p in two))
+            ax.errorbar([p["P"] * 1.015 for p in two], m, sd, fmt="*", color=color, mfc=mfc, ms=10,
+                        capsize=2, label=f"exact, {fam}-start branch (families disagree): {name}")
+    if key == "abs_rho" and act == "linear":
+        opp = [(p["P"], p["exact"]["sign_families"]["opposite"]["abs_rho"]) for p in pts
+               if p["exact"]["sign_families"]["split"]]
+        if opp:
+            ax.plot(*zip(*opp), "+", color=color, ms=8, label="exact, opposite-sign family (g s < 0): |rho|")
 
 
 def losses(res, out):
@@ -88,12 +133,16 @@ def losses(res, out):
         pts = _points(res, act)
         Ps = [p["P"] for p in pts]
         ax.plot(Ps, [p["theory_posterior"]["global"]["loss"] for p in pts], "xk", label="theory posterior form")
-        for start, mk in (("prior", "o"), ("copy", "s")):
+        if "exact" in pts[0]:
+            ok = [p for p in pts if not p["exact"]["branches_disagree"]]
+            ax.plot([p["P"] for p in ok], [p["exact"]["loss"]["mean"] for p in ok], "*k", ms=9,
+                    label="exact posterior (W averaged)")
+        for start, (mk, lab) in SGLD_LABEL.items():
             if f"sgld_{start}" in pts[0]:
                 ax.plot(Ps, [p[f"sgld_{start}"]["loss"]["mean"] for p in pts], mk, mfc="none",
-                        label=f"SGLD train, from {start}")
+                        label=f"{lab}: train")
                 ax.plot(Ps, [p[f"sgld_{start}"]["test_loss"] for p in pts], mk, alpha=0.5,
-                        label=f"SGLD test, from {start}")
+                        label=f"{lab}: test")
         if "adam_global" in pts[0]:
             ax.plot(Ps, [p["adam_global"]["loss"] for p in pts], "^", label="Adam train")
             ax.plot(Ps, [p["adam_global"]["test_loss"] for p in pts], "v", label="Adam test")
@@ -106,24 +155,35 @@ def losses(res, out):
 
 
 def histograms(res, arrays, out):
+    """Exact-posterior draws of the copy order parameter at the three grid points nearest the
+    transition, each start family drawn separately (where they disagree the posterior's
+    weights are not given by these counts: docs/phase_diagram.md)."""
     acts = res["activations"]
     fig, axes = plt.subplots(1, len(acts), figsize=(6 * len(acts), 4), squeeze=False)
     for ax, act in zip(axes[0], acts):
-        pts = _points(res, act)
+        pts = [p for p in _points(res, act) if "exact" in p]
+        if not pts:
+            ax.set_visible(False)
+            continue
         tr = res["transitions"][act]
         ref = tr.get("P_star") or tr.get("P_onset") or tr.get("P_steepest") or pts[len(pts) // 2]["P"]
         order = np.argsort([abs(np.log(p["P"] / ref)) for p in pts])[:3]
-        key = "cG" if act == "softmax" else "c1"
         for i in sorted(order):
             p = pts[i]
             a = arrays[(act, p["P"])]
-            vals = np.concatenate([a[f"sgld_{s}_{key}"].ravel() for s in ("prior", "copy")
-                                   if f"sgld_{s}_{key}" in a])
-            ax.hist(vals, bins=40, histtype="step", density=True, lw=1.5, label=f"P={p['P']}")
-        ax.set_xlabel(("a_G" if act == "softmax" else "c_1 (sign-fixed)") + " (SGLD draws, both starts)")
+            x, start = a["exact_cG"], a["exact_start"]
+            line = None
+            for code, ls in ((0, "-"), (1, "--")):
+                v = x[start == code].ravel()
+                if v.size:
+                    h = ax.hist(v, bins=30, histtype="step", density=True, lw=1.5, ls=ls,
+                                color=None if line is None else line,
+                                label=f"P={p['P']}, {('prior', 'copy')[code]} start")
+                    line = h[2][0].get_edgecolor()
+        ax.set_xlabel(("a_G" if act == "softmax" else "|c_G|") + " (exact posterior of G, MALA draws)")
         ax.set_ylabel("density")
-        ax.set_title(f"{act}: posterior draws near the transition")
-        ax.legend(fontsize=8)
+        ax.set_title(f"{act}: exact posterior draws near the transition")
+        ax.legend(fontsize=7)
     return _save(fig, out, "histograms")
 
 
@@ -155,10 +215,10 @@ def coverage(res, out):
     for act in res["activations"]:
         pts = _points(res, act)
         Ps = [p["P"] for p in pts]
-        for start, mk in (("prior", "o"), ("copy", "s")):
+        for start, (mk, lab) in SGLD_LABEL.items():
             if f"sgld_{start}" in pts[0]:
                 ax.plot(Ps, [p[f"sgld_{start}"]["coverage"]["mean"] for p in pts], mk + "-",
-                        mfc="none", label=f"{act}, SGLD from {start}")
+                        mfc="none", label=f"{act}, {lab}")
         if "adam_global" in pts[0]:
             ax.plot(Ps, [p["adam_global"]["coverage"] for p in pts], "^--", label=f"{act}, Adam")
     ax.set_xscale("log")

@@ -161,18 +161,14 @@ def mala(stats, hyper, activation: str, step_size: float) -> SamplingAlgorithm:
 
 
 def mala_marginal(stats, hyper, activation: str, step_size: float) -> SamplingAlgorithm:
-    """blackjax MALA on the exact marginal posterior of G, ``exp(-S_P(G))`` (position: G)."""
-    from copyjax.action import data_action
-    from copyjax.model import attention
+    """blackjax MALA with a fixed step on the exact marginal posterior of G,
+    ``exp(-S_P(G))`` (position: G). For per-chain adapted steps and the two start families,
+    ``copyjax.exact_posterior``."""
+    from copyjax.action import marginal_logdensity
 
     check_activation(activation)
     _check_step_size(step_size)
-
-    def logdensity(G):
-        A = attention(G, activation)
-        return -(data_action(A, stats, hyper) + 0.5 * jnp.sum(G**2) / hyper.sigma_g2)
-
-    return blackjax.mala(logdensity, step_size)
+    return blackjax.mala(lambda G: marginal_logdensity(G, stats, hyper, activation), step_size)
 
 
 class NetworkSampler(NamedTuple):

@@ -181,6 +181,37 @@ def linear_minima(P, L: int, V: int, hyper: Hyper, form: str = "map") -> list[Mi
     return sorted(out, key=lambda m: m.c1 + m.cG)
 
 
+def _opposite_starts():
+    a1, a2 = np.linspace(-1.6, -0.4, 7), np.linspace(0.3, 1.0, 6)
+    return np.stack(np.meshgrid(a1, a2), -1).reshape(-1, 2)
+
+
+def linear_family_minima(P, L: int, V: int, hyper: Hyper, form: str = "posterior") -> dict:
+    """The lowest minimum of the linear reduced action in each sign family.
+
+    The action depends on g = c_1 + L c_G and s = L (c_1 + c_G) only through g^2 and s^2, so
+    beside the mirror c -> -c there can be a second, distinct state with g s < 0 (c_G and rho
+    of opposite signs; ``order.sector_order_parameters``). Returns ``{"same": Minimum,
+    "opposite": Minimum or None, "delta_action": S_opposite - S_same or None}``: the opposite
+    family's posterior weight relative to the same-sign one is about exp(-delta_action)
+    (posterior form: the residual directions' entropy is included). Minimum coordinates are
+    plain (c_1, c_G) here, with c_G > 0.
+    """
+    check_form(form)
+    P = check_P(P)
+    same = min(linear_minima(P, L, V, hyper, form), key=lambda m: m.action)
+    c, E, gn, hmin = (np.asarray(x) for x in _linear_newton(L, V, hyper, form, True)(
+        jnp.asarray(_opposite_starts()), P))
+    scale = max(1.0, float(np.max(np.abs(E[np.isfinite(E)]), initial=1.0)))
+    fam = np.sign((c[:, 0] + L * c[:, 1]) * (c[:, 0] + c[:, 1]))
+    ok = np.isfinite(E) & (gn <= 1e-6 * scale) & (hmin > 0) & (fam < 0)
+    if not ok.any():
+        return {"same": same, "opposite": None, "delta_action": None}
+    i = np.flatnonzero(ok)[np.argmin(E[ok])]
+    opp = Minimum(float(c[i, 0]), float(c[i, 1]), float(E[i]), (float(c[i, 0]), float(c[i, 1])))
+    return {"same": same, "opposite": opp, "delta_action": opp.action - same.action}
+
+
 # ---------------------------------------------------------------- softmax mean field
 
 

@@ -41,7 +41,7 @@ def main(argv=None):
     S = cj.shift_matrix(L, jnp.float64)
     run = jax.jit(minimise, static_argnames=("activation",))
     print(f"exact S_P minima, L={L}, V={V} (start: 'zero' = small random G, 'copy' = copy pattern)")
-    print(f"{'activation':>10} {'P':>6} {'start':>5} {'S_P':>12} {'c_1':>8} {'c_G':>8} {'coverage':>9}")
+    print(f"{'activation':>10} {'P':>6} {'start':>5} {'S_P':>12} {'c_1':>8} {'|c_G|':>8} {'coverage':>9}")
     for activation in ["softmax", "linear"]:
         hyper = cj.default_hyper(activation, L)
         copy_init = 4.0 * S if activation == "softmax" else S
@@ -51,10 +51,8 @@ def main(argv=None):
             for name, G0 in [("zero", small), ("copy", copy_init)]:
                 G, val = run(G0, C, hyper, activation)
                 A = cj.attention(G, activation)
-                c1, cG = cj.order_parameters(A)
-                if activation == "linear":  # S_P is even in G: report sign(rho) c
-                    s = jnp.sign(c1 + cG)
-                    c1, cG = s * c1, s * cG
+                op = cj.reported_order_parameters(A, activation)  # linear: sign-invariant
+                c1, cG = op["c1"], op["cG"]
                 print(f"{activation:>10} {P:>6} {name:>5} {float(val):12.4f} {float(c1):8.4f} "
                       f"{float(cG):8.4f} {float(cj.coverage(A)):9.4f}")
 

@@ -19,11 +19,14 @@ import time
 from _cli import nonneg_int, positive_float, positive_int
 
 PRESETS = {
-    "default": dict(chains=8, steps=400, adam_seeds=4, adam_steps=300, n_P=6, op_chains=16, op_draws=50),
-    "quick": dict(chains=4, steps=300, adam_seeds=2, adam_steps=300, n_P=4, op_chains=4, op_draws=20),
+    "default": dict(chains=8, steps=200, adam_seeds=4, adam_steps=300, n_P=6, op_chains=16, op_draws=50,
+                    exact_chains=32, exact_steps=None),
+    "quick": dict(chains=4, steps=200, adam_seeds=2, adam_steps=300, n_P=4, op_chains=4, op_draws=20,
+                  exact_chains=8, exact_steps=300),
     "full": dict(chains=2048, steps=20000, adam_seeds=256, adam_steps=5000, n_P=16, op_chains=1024,
-                 op_draws=500),
+                 op_draws=500, exact_chains=1024, exact_steps=3000),
 }
+SGLD_STARTS = ("prior", "exact", "copy")
 
 
 def parser():
@@ -45,10 +48,18 @@ def parser():
     ap.add_argument("--op-chains", type=nonneg_int("--op-chains"),
                     help="NUTS chains on the theory's posterior in order-parameter space (0: none)")
     ap.add_argument("--op-draws", type=positive_int("--op-draws"), help="draws per NUTS chain")
-    ap.add_argument("--exact-chains", type=nonneg_int("--exact-chains"), default=0,
-                    help="MALA chains on the exact marginal posterior of G (all L^2 entries; L <= 32)")
-    ap.add_argument("--exact-steps", type=positive_int("--exact-steps"), default=2000,
-                    help="MALA steps per exact chain (a third burn-in)")
+    ap.add_argument("--exact-chains", type=nonneg_int("--exact-chains"),
+                    help="chains of adaptive MALA on the exact marginal posterior of G, half from the "
+                         "prior, half from the copy pattern (0: none; at least 4 otherwise)")
+    ap.add_argument("--exact-steps", type=positive_int("--exact-steps"),
+                    help="MALA steps per exact chain (a third is burn-in with per-chain step adaptation; "
+                         "default: 600 softmax, 1200 linear, whose copy direction mixes slower)")
+    ap.add_argument("--exact-warmup", type=nonneg_int("--exact-warmup"),
+                    help="Adam steps on -log p(G) before the MALA steps (default: 100 softmax, 0 linear)")
+    ap.add_argument("--sgld-starts", nargs="+", choices=SGLD_STARTS,
+                    help="where SGLD chains start: prior draws (relaxation from the prior), exact "
+                         "joint draws of (W, G) (needs exact chains), the copy pattern (hysteresis); "
+                         "default: prior and exact (prior alone with --exact-chains 0)")
     ap.add_argument("--adam-seeds", type=nonneg_int("--adam-seeds"), help="Adam runs per start (0: none)")
     ap.add_argument("--adam-steps", type=positive_int("--adam-steps"))
     ap.add_argument("--adam-lr", type=positive_float("--adam-lr"), default=2e-2)
@@ -75,10 +86,14 @@ def build_config(a, ap):
     preset = PRESETS["quick" if a.quick else "full" if a.full else "default"]
     pick = lambda v, k: preset[k] if v is None else v
     acts = ["softmax", "linear"] if a.activation == "both" else [a.activation]
-    if a.exact_chains and a.L > 32:
-        ap.error(f"--exact-chains samples all L^2 = {a.L * a.L} entries of G; allowed for --L <= 32")
-    if a.exact_chains and a.exact_steps < 300:
-        ap.error(f"--exact-steps must be >= 300 (a third is burn-in), got {a.exact_steps}")
+    exact_chains, exact_steps = pick(a.exact_chains, "exact_chains"), pick(a.exact_steps, "exact_steps")
+    if exact_chains and exact_chains < 4:
+        ap.error(f"--exact-chains must be 0 or >= 4 (two start families of >= 2 chains), got {exact_chains}")
+    if exact_chains and exact_steps is not None and exact_steps < 30:
+        ap.error(f"--exact-steps must be >= 30 (a third is burn-in, the rest gives the draws), got {exact_steps}")
+    sgld_starts = a.sgld_starts or (["prior", "exact"] if exact_chains else ["prior"])
+    if "exact" in sgld_starts and not exact_chains:
+        ap.error("--sgld-starts exact needs exact-posterior chains (--exact-chains > 0)")
     if a.P_min and a.P_max and a.P_min >= a.P_max:
         ap.error(f"--P-min ({a.P_min}) must be smaller than --P-max ({a.P_max})")
     return {
@@ -86,7 +101,8 @@ def build_config(a, ap):
         "steps": pick(a.steps, "steps"), "step_size": a.step_size, "batch": a.batch,
         "adam_seeds": pick(a.adam_seeds, "adam_seeds"), "adam_steps": pick(a.adam_steps, "adam_steps"),
         "op_chains": pick(a.op_chains, "op_chains"), "op_draws": pick(a.op_draws, "op_draws"),
-        "exact_chains": a.exact_chains, "exact_steps": a.exact_steps,
+        "exact_chains": exact_chains, "exact_steps": exact_steps,
+        "exact_warmup": a.exact_warmup, "sgld_starts": list(dict.fromkeys(sgld_starts)),
         "adam_lr": a.adam_lr, "adam_rtol": 1e-3, "beta": a.beta, "sigma_w2": a.sigma_w2,
         "sigma_g2": {"softmax": a.sigma_g2 or 1.0, "linear": a.sigma_g2 or 1.0 / a.L},
         "seed": a.seed, "test_P": 2000, "n_P": pick(a.n_P, "n_P"),
@@ -170,6 +186,7 @@ def main(argv=None):
                                     if k != "meta"}
         transitions[act]["joint_map"] = {k: v for k, v in cj.transition_points(
             a.L, a.V, act, h, "joint_map").items() if k.startswith("P_")}
+
     res = {"config": cfg, "activations": cfg["activations"], "P_grid": Ps.tolist(),
            "transitions": transitions, "theory": theory, "points": points,
            "versions": {m: __import__(m).__version__ for m in
@@ -181,31 +198,14 @@ def main(argv=None):
     E.atomic_savez(os.path.join(out, "results.npz"), **flat)
     with open(os.path.join(out, "summary.csv"), "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["activation", "P", "theory_c1", "theory_cG", "theory_loss", "post_c1", "post_cG",
-                    "sgld_prior_cG", "sgld_prior_cG_sd", "sgld_copy_cG", "sgld_copy_cG_sd",
-                    "sgld_rhat_cG", "sgld_ess_cG", "sgld_divergent", "adam_cG", "adam_n_global",
-                    "sgld_loss", "adam_loss", "adam_test_loss", "coverage", "op_cG", "op_cG_sd",
-                    "exact_cG", "exact_cG_sd", "wall_s"])
-        for p in points:
-            sp, sc = p.get("sgld_prior", {}), p.get("sgld_copy", {})
-            ad = p.get("adam_global", {})
-            g = lambda d, k, q: d.get(k, {}).get(q, "")
-            w.writerow([p["activation"], p["P"], p["theory_map"]["global"]["c1"],
-                        p["theory_map"]["global"]["cG"], p["theory_map"]["global"]["loss"],
-                        p["theory_posterior"]["global"]["c1"], p["theory_posterior"]["global"]["cG"],
-                        g(sp, "cG", "mean"), g(sp, "cG", "sd"), g(sc, "cG", "mean"), g(sc, "cG", "sd"),
-                        g(sp, "cG", "rhat"), g(sp, "cG", "ess"),
-                        g(sp, "cG", "n_divergent"), ad.get("cG", ""), ad.get("n", ""),
-                        g(sp, "loss", "mean"), ad.get("loss", ""), ad.get("test_loss", ""),
-                        g(sp, "coverage", "mean"), g(p.get("theory_posterior_sampled", {}), "cG", "mean"),
-                        g(p.get("theory_posterior_sampled", {}), "cG", "sd"),
-                        g(p.get("exact", {}), "cG", "mean"), g(p.get("exact", {}), "cG", "sd"),
-                        p["wall_s"]])
+        w.writerow(E.CSV_COLUMNS)
+        w.writerows(E.csv_row(p) for p in points)
     figs = []
     figs += plotting.order_parameters(res, out)
     figs += plotting.losses(res, out)
-    if cfg["chains"]:
+    if cfg["exact_chains"]:
         figs += plotting.histograms(res, arrays, out)
+    if cfg["chains"]:
         figs += plotting.coverage(res, out)
     if cfg["adam_seeds"]:
         figs += plotting.adam_curves(res, arrays, out)
@@ -222,21 +222,8 @@ def main(argv=None):
         j = t["joint_map"]
         print("  joint MAP of (W, G), what Adam maximises: " + ", ".join(
             f"{k} = {v:.0f}" for k, v in j.items() if isinstance(v, float)))
-        key = "cG" if act == "softmax" else "c1"
         for p in [q for q in points if q["activation"] == act]:
-            sp, sc, ad = p.get("sgld_prior"), p.get("sgld_copy"), p.get("adam_global")
-            line = f"    P={p['P']:>7}: theory {key}={p['theory_map']['global'][key]:.3f} cG={p['theory_map']['global']['cG']:.3f}"
-            if p.get("theory_joint_map"):
-                line += f" | joint MAP cG {p['theory_joint_map']['cG']:.3f}"
-            if p.get("theory_posterior_sampled"):
-                line += f" | posterior (NUTS) cG {p['theory_posterior_sampled']['cG']['mean']:.3f}"
-            if p.get("exact"):
-                line += f" | exact cG {p['exact']['cG']['mean']:.3f}"
-            if sp:
-                line += f" | SGLD cG prior {sp['cG']['mean']:.3f} copy {sc['cG']['mean']:.3f}"
-            if ad:
-                line += f" | Adam cG {ad['cG']:.3f} ({ad['n']}/{ad['of']})"
-            print(line)
+            print("    " + E.point_line(p))
     print("  figures: " + ", ".join(os.path.basename(f) for f in figs if f.endswith(".png")))
     return 0
 

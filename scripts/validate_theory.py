@@ -5,8 +5,9 @@
 
 For each (L, V), activation and P (n-P log-spaced values across the posterior-form
 transitions), it samples G from the exact marginal posterior of one fixed sampled data set
-(blackjax MALA on all L^2 entries, step size from blackjax dual averaging on a pilot chain,
-half of the chains started from the prior, half from the copy pattern), and compares the
+(copyjax.exact_posterior: Adam warm-up, then blackjax MALA on all L^2 entries with the step
+of each chain tuned by dual averaging during the burn-in; half of the chains started from the
+prior, half from the copy pattern), and compares the
 posterior mean and sd of the order parameters and the expected training loss with
 (a) the MAP form of the reduced theory (global minimum) and (b) its posterior form sampled
 in order-parameter space (NUTS, copyjax.op_posterior). Writes validate.json and prints a
@@ -51,9 +52,8 @@ def main(argv=None):
     from tqdm.auto import tqdm
 
     import copyjax as cj
-    from copyjax import chains as C
     from copyjax import op_posterior as O
-    from copyjax.experiments import exact_posterior
+    from copyjax import exact_posterior as X
     from copyjax.theory import minimum_loss
 
     acts = ["softmax", "linear"] if a.activation == "both" else [a.activation]
@@ -74,12 +74,11 @@ def main(argv=None):
         h = cj.default_hyper(act, L)
         k = jax.random.fold_in(key, i)
         stats = cj.sufficient_stats(cj.sample_tokens(jax.random.fold_in(k, 0), int(P), L, V), V)
-        smp, eps, n_prior = exact_posterior(jax.random.fold_in(k, 1), stats.astype(jax.numpy.float64),
-                                            L, V, act, h, a.chains, a.steps, a.thin)
-        ex = {q: C.summarize(smp.draws[q], smp.divergent) for q in ("c1", "cG", "loss")}
-        keep = ~smp.divergent
-        branch = {b: float(np.mean(smp.draws["cG"][sl][keep[sl]])) for b, sl in
-                  (("prior_start", slice(0, n_prior)), ("copy_start", slice(n_prior, None)))}
+        run = X.sample_exact_posterior(jax.random.fold_in(k, 1), stats.astype(jax.numpy.float64), h, act,
+                                       n_chains=a.chains, num_steps=a.steps, thin=a.thin)
+        ex = X.summarize_exact(run, ("c1", "cG", "loss"))
+        branch = {"prior_start": ex["cG"]["prior"]["mean"], "copy_start": ex["cG"]["copy"]["mean"]}
+        eps = float(np.median(run.step_size))
         ms = cj.minima(P, L, V, act, h, "map")
         best = min(ms, key=lambda m: m.action)
         op = O.op_summary(O.sample_op_posterior(jax.random.fold_in(k, 2), P, L, V, act, h,

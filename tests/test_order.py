@@ -52,8 +52,50 @@ def test_coverage():
     np.testing.assert_allclose(cj.coverage(jnp.zeros((L, L))), 1.0)
 
 
-def test_sign_invariant_parameters_are_even():
+def test_reported_linear_order_parameters_are_mirror_invariant():
     A = jax.random.normal(jax.random.key(3), (5, 5), jnp.float64)
-    a, b = cj.sign_invariant(A), cj.sign_invariant(-A)
+    a, b = cj.reported_order_parameters(A, "linear"), cj.reported_order_parameters(-A, "linear")
     for k in a:
         np.testing.assert_allclose(a[k], b[k], rtol=1e-13)
+    old_a, old_b = cj.sign_invariant(A), cj.sign_invariant(-A)
+    for k in old_a:
+        np.testing.assert_allclose(old_a[k], old_b[k], rtol=1e-13)
+
+
+def test_reported_linear_equals_plain_values_in_the_same_sign_family():
+    L = 8
+    U, S = cj.uniform_matrix(L, jnp.float64), cj.shift_matrix(L, jnp.float64)
+    R = off_span(L, jax.random.key(4))
+    for c1, cG in [(0.3, 0.5), (1.0, 0.0), (0.0, 1.0), (0.9, 0.05)]:
+        A = c1 * U + cG * S + 0.1 * R
+        g, s = float(jnp.sum(A * S)), float(jnp.sum(A))
+        assert g >= 0 and s >= 0
+        rep = cj.reported_order_parameters(A, "linear")
+        np.testing.assert_allclose([rep["c1"], rep["cG"], rep["abs_rho"]], [c1, cG, c1 + cG], atol=1e-12)
+        assert float(rep["family"]) == (1.0 if g * s > 0 else 0.0)
+
+
+def test_opposite_sign_family_is_labelled_and_keeps_abs_cG():
+    # the state seen in exact chains at L = 64, P = 8973: c_1 = -1.02, c_G = +0.63
+    L = 64
+    U, S = cj.uniform_matrix(L, jnp.float64), cj.shift_matrix(L, jnp.float64)
+    rep = cj.reported_order_parameters(-1.02 * U + 0.63 * S, "linear")
+    np.testing.assert_allclose([rep["cG"], rep["abs_rho"], rep["c1"]], [0.63, 0.39, 1.02], atol=1e-12)
+    assert float(rep["family"]) == -1.0
+    # softmax: plain values, family +1
+    A = cj.attention(jax.random.normal(jax.random.key(5), (L, L), jnp.float64), "softmax")
+    rep = cj.reported_order_parameters(A, "softmax")
+    np.testing.assert_allclose([rep["c1"], rep["cG"]], cj.order_parameters(A), rtol=1e-14)
+    assert float(rep["family"]) == 1.0
+
+
+def test_reduced_action_is_even_in_g_and_in_s_separately():
+    from copyjax import reduced
+
+    h = cj.default_hyper("linear", 16)
+    a, r, g, s = 3.0, 20.0, 1.7, 9.0
+    ref = reduced.sector_action(a, r, g, s, 500.0, 16, 8, h)
+    for gg, ss in [(-g, s), (g, -s), (-g, -s)]:
+        np.testing.assert_allclose(reduced.sector_action(a, r, gg, ss, 500.0, 16, 8, h), ref, rtol=1e-14)
+    # and it does depend on g and s (the test could fail)
+    assert abs(float(reduced.sector_action(a, r, 2 * g, s, 500.0, 16, 8, h) - ref)) > 1e-3

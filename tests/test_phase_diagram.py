@@ -10,7 +10,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "phase_diagram.py")
 TINY = ["--L", "4", "--V", "3", "--P", "20", "60", "--chains", "2", "--steps", "20",
         "--adam-seeds", "2", "--adam-steps", "20", "--op-chains", "2", "--op-draws", "10",
-        "--exact-chains", "2", "--exact-steps", "300", "--no-progress"]
+        "--exact-chains", "4", "--exact-steps", "60", "--exact-warmup", "20", "--no-progress"]
 
 
 def run(args, **kw):
@@ -20,7 +20,7 @@ def run(args, **kw):
 
 
 def strip(points):
-    return [{k: v for k, v in p.items() if k != "wall_s"} for p in points]
+    return [{k: v for k, v in p.items() if k not in ("wall_s", "wall_s_by_part")} for p in points]
 
 
 @pytest.fixture(scope="module")
@@ -40,14 +40,28 @@ def test_end_to_end_writes_results_and_plots(first_run):
     res = json.load(open(os.path.join(out, "results.json")))
     assert [p["P"] for p in res["points"]] == [20, 60]
     p = res["points"][0]
-    assert set(p) >= {"theory_map", "theory_posterior", "sgld_prior", "sgld_copy", "adam_global",
+    assert set(p) >= {"theory_map", "theory_posterior", "sgld_prior", "sgld_exact", "adam_global",
                       "theory_posterior_sampled", "exact"}
-    assert p["exact"]["cG"]["n_chains"] == 2 and p["theory_posterior_sampled"]["cG"]["n_chains"] == 2
+    assert "sgld_copy" not in p  # not a default start
+    assert p["exact"]["cG"]["n_chains"] == 4 and p["theory_posterior_sampled"]["cG"]["n_chains"] == 2
+    assert p["exact"]["cG"]["prior"]["n_chains"] == 2 and p["exact"]["cG"]["copy"]["n_chains"] == 2
+    assert len(p["exact"]["acceptance"]) == 4 and isinstance(p["exact"]["branches_disagree"], bool)
     assert p["sgld_prior"]["cG"]["n_chains"] == 2
     z = np.load(os.path.join(out, "results.npz"))
     assert z["softmax_P20_sgld_prior_cG"].shape == (2, 10)  # (chain, draw)
-    assert z["softmax_P20_op_cG"].shape == (2, 10) and z["softmax_P20_exact_cG"].shape == (2, 66)  # 200 steps after burn-in, thin 3
-    assert "P=" in r.stdout and "softmax theory" in r.stdout
+    # 40 MALA steps after the burn-in of 20, thin 1
+    assert z["softmax_P20_op_cG"].shape == (2, 10) and z["softmax_P20_exact_cG"].shape == (4, 40)
+    assert z["softmax_P20_exact_start"].tolist() == [0, 0, 1, 1]
+    assert "P=" in r.stdout and "softmax theory" in r.stdout and "exact" in r.stdout
+    import csv
+
+    rows = list(csv.DictReader(open(os.path.join(out, "summary.csv"))))
+    from copyjax.experiments import CSV_COLUMNS
+
+    assert tuple(rows[0]) == CSV_COLUMNS and len(rows) == 2
+    assert rows[0]["exact_branches_disagree"] in ("true", "false")
+    if rows[0]["exact_branches_disagree"] == "false":
+        assert abs(float(rows[0]["exact_cG"]) - p["exact"]["cG"]["mean"]) < 1e-12
 
 
 def test_resume_after_interruption_gives_identical_results(first_run):
@@ -73,7 +87,9 @@ def test_mismatched_out_is_refused(first_run):
     (["--seed", "-1"], "--seed"), (["--quick", "--full"], "--quick"),
     (["--P-min", "100", "--P-max", "10"], "--P-min"), (["--P", "0"], "--P"),
     (["--steps", "0"], "--steps"), (["--step-size", "-1"], "--step-size"),
-    (["--L", "40", "--exact-chains", "2"], "--exact-chains"), (["--op-chains", "-2"], "--op-chains"),
+    (["--exact-chains", "2"], "--exact-chains"), (["--exact-chains", "-1"], "--exact-chains"),
+    (["--exact-steps", "10"], "--exact-steps"), (["--exact-chains", "0", "--sgld-starts", "exact"], "--sgld-starts"),
+    (["--op-chains", "-2"], "--op-chains"),
 ])
 def test_bad_arguments_exit_2_with_message(args, word, tmp_path):
     r = run(args + ["--out", str(tmp_path)])

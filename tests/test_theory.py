@@ -180,3 +180,20 @@ def test_joint_map_energy_is_max_over_W_of_the_joint_posterior():
     # and the Occam factor is what separates it from the marginal MAP energy
     occ = lambda c: R.linear_energy(c, P, L, V, h) - red(c)
     assert float(occ(c_b)) > float(occ(c_a)) > 0
+
+
+def test_linear_opposite_sign_family_is_a_metastable_minimum():
+    # the state exact chains fall into at L = 64, P = 8973 (|c_G| ~ 0.63, |rho| ~ 0.4): a
+    # local minimum of the posterior form with g s < 0, ~107 nats above the same-sign one
+    from copyjax.theory import linear_family_minima
+
+    h = cj.default_hyper("linear", 64)
+    r = linear_family_minima(8973.0, 64, 32, h)
+    same, opp = r["same"], r["opposite"]
+    assert opp is not None
+    L = 64
+    assert (opp.c1 + L * opp.cG) * (opp.c1 + opp.cG) < 0
+    assert abs(abs(opp.cG) - abs(same.cG)) < 0.02 and 0.3 < abs(opp.c1 + opp.cG) < 0.5
+    assert 50 < r["delta_action"] < 200
+    # below the crossover there is no such state
+    assert linear_family_minima(5095.0, 64, 32, h)["opposite"] is None

@@ -1,0 +1,415 @@
+"""The exact marginal posterior of the attention scores, ``p(G | data) ∝ exp(-S_P(G))``
+(W integrated out, ``copyjax.action``), sampled at any L.
+
+* ``marginal_logdensity`` (from ``copyjax.action``): the log density every sampler of G uses;
+* an adaptive MALA kernel shaped like blackjax's (``init``, ``build_kernel``,
+  ``as_top_level_api``; NamedTuple state and info): blackjax's MALA step, with the step size
+  of *each chain* tuned by blackjax's dual averaging during the burn-in and frozen after it.
+  Dual averaging restarts at the window boundaries ``windows`` (fractions of the burn-in), so
+  a chain whose transient needed a small step (far from the mode MALA's optimal step scales
+  as d^-1/2, at stationarity as d^-1/3) is re-tuned once it reaches the typical set;
+* ``sample_exact_posterior``: chains from two start families (the prior and the copy
+  pattern), vmapped and sharded by ``chains.run_chains``; ``summarize_exact`` gives per
+  family summaries, nested R-hat with the families as superchains, per-chain acceptance,
+  non-moving chains, and (linear attention) the two sign families.
+
+Why MALA and not NUTS: measured at L = 64 (``benchmarks/exact_kernels.py``, docs/sampling.md).
+"""
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import blackjax
+import jax
+import jax.numpy as jnp
+import numpy as np
+from blackjax.adaptation.step_size import DualAveragingAdaptationState, dual_averaging_adaptation
+from blackjax.base import SamplingAlgorithm
+from blackjax.mcmc.mala import MALAState
+
+from copyjax._checks import check_activation, check_size
+from copyjax.action import expected_loss, marginal_logdensity
+from copyjax.chains import Samples, nested_rhat, run_chains, summarize
+from copyjax.model import attention, shift_matrix
+from copyjax.order import reported_order_parameters
+
+FAMILIES = ("prior", "copy")
+
+
+# ------------------------------------------------------------ adaptive MALA (blackjax-shaped)
+
+
+class AdaptiveMALAState(NamedTuple):
+    """``position``: x (G for the exact posterior); ``z``: the sampled coordinates,
+    ``x = T z`` with ``T = I + sum_k (scales_k - 1) d_k d_k^T`` (``d_k`` the orthonormal
+    preconditioning directions); ``logdensity``/``logdensity_grad``: of z (blackjax's MALA
+    state in z); ``da``: dual averaging; ``step_size``: the step once adaptation ends;
+    ``step``: steps taken; ``scales``: ``(k,)``; ``moments``: window sums for the scales
+    (count, sum and sum of squares of the projections ``<x, d_k>`` and of x)."""
+
+    position: jax.Array
+    z: jax.Array
+    logdensity: jax.Array
+    logdensity_grad: jax.Array
+    da: DualAveragingAdaptationState
+    step_size: jax.Array
+    step: jax.Array
+    scales: jax.Array
+    moments: tuple
+
+
+class AdaptiveMALAInfo(NamedTuple):
+    acceptance_rate: jax.Array
+    is_accepted: jax.Array
+    step_size: jax.Array
+    adapting: jax.Array
+
+
+def _apply(x, directions, factors):
+    """``x + sum_k (factors_k - 1) <x, d_k> d_k`` (``directions: (k, *x.shape)`` orthonormal)."""
+    if directions.shape[0] == 0:
+        return x
+    proj = jnp.tensordot(directions, x, axes=x.ndim)
+    return x + jnp.tensordot((factors - 1.0) * proj, directions, axes=1)
+
+
+def _zero_moments(x, k):
+    z = jnp.zeros((), x.dtype)
+    return (z, jnp.zeros(k, x.dtype), jnp.zeros(k, x.dtype), jnp.zeros_like(x), jnp.zeros_like(x))
+
+
+def init(position, logdensity_fn, initial_step_size, target: float = 0.57,
+         directions=None) -> AdaptiveMALAState:
+    """State at ``position`` with dual averaging started at ``initial_step_size`` and unit
+    scales along ``directions`` (``(k, *position.shape)``, orthonormal; None: k = 0)."""
+    da_init, _, _ = dual_averaging_adaptation(target)
+    position = jnp.asarray(position)
+    directions = _directions(directions, position)
+    ms = blackjax.mala.init(position, logdensity_fn)  # T = I at unit scales: z = x
+    eps = jnp.asarray(initial_step_size, position.dtype)
+    k = directions.shape[0]
+    return AdaptiveMALAState(position, ms.position, ms.logdensity, ms.logdensity_grad, da_init(eps), eps,
+                             jnp.zeros((), jnp.int32), jnp.ones(k, position.dtype),
+                             _zero_moments(position, k))
+
+
+def _directions(directions, x):
+    if directions is None:
+        return jnp.zeros((0,) + jnp.shape(x), jnp.result_type(x))
+    return jnp.asarray(directions, jnp.result_type(x))
+
+
+def window_starts(n_adapt: int, windows=(0.15, 0.3, 0.5)) -> tuple[int, ...]:
+    """Steps at which dual averaging restarts (from the last window's averaged step) and the
+    scales along the preconditioning directions are re-estimated."""
+    return tuple(sorted({t for f in windows if 0 < (t := int(round(f * n_adapt))) < n_adapt}))
+
+
+def build_kernel(n_adapt: int, target: float = 0.57, windows=(0.15, 0.3, 0.5), directions=None,
+                 max_scale: float = 100.0):
+    """``kernel(rng_key, state, logdensity_fn) -> (state, info)``: blackjax's MALA step on
+    ``z``, the coordinates in which the target ``logdensity_fn(x)`` is sampled, ``x = T z``.
+
+    While ``step < n_adapt``, the step is ``exp(da.log_step_size)`` and dual averaging is
+    updated with the acceptance probability; at each window start dual averaging restarts
+    and the scale along each direction d_k becomes sqrt(Var<x, d_k> / mean per-entry Var x)
+    over the window that ended (clipped to [1/max_scale, max_scale]): a direction along which
+    the posterior is much wider than the bulk (the copy direction of linear attention between
+    its onset and its crossover) is then crossed in proportionally longer steps. Changing T
+    keeps x, the log density and (transformed) its gradient: no extra evaluation. After
+    ``n_adapt`` steps, step and scales are frozen: a fixed-step, fixed-T MALA, exact."""
+    da_init, da_update, da_final = dual_averaging_adaptation(target)
+    mala = blackjax.mala.build_kernel()
+    restarts = jnp.asarray(window_starts(n_adapt, windows) or (-1,), jnp.int32)
+
+    def kernel(rng_key, state: AdaptiveMALAState, logdensity_fn):
+        D = _directions(directions, state.position)
+        adapting = state.step < n_adapt
+        eps = jnp.where(adapting, jnp.exp(state.da.log_step_size), state.step_size).astype(state.step_size.dtype)
+        lp_z = lambda z: logdensity_fn(_apply(z, D, state.scales))
+        ms, info = mala(rng_key, MALAState(state.z, state.logdensity, state.logdensity_grad), lp_z, eps)
+        x = _apply(ms.position, D, state.scales)
+        acc = jnp.where(jnp.isfinite(info.acceptance_rate), info.acceptance_rate, 0.0)
+        nxt = state.step + 1
+        restart = adapting & jnp.any(nxt == restarts)
+        # window moments of x and of its projections
+        n, s1, s2, x1, x2 = state.moments
+        p = jnp.tensordot(D, x, axes=x.ndim) if D.shape[0] else jnp.zeros(0, x.dtype)
+        n, s1, s2, x1, x2 = n + 1, s1 + p, s2 + p * p, x1 + x, x2 + x * x
+        var_p = s2 / n - (s1 / n) ** 2
+        var_bulk = jnp.mean(x2 / n - (x1 / n) ** 2)
+        new_scales = jnp.clip(jnp.sqrt(var_p / jnp.maximum(var_bulk, 1e-30)), 1.0 / max_scale, max_scale)
+        scales = jnp.where(restart & (n >= 10), new_scales, state.scales).astype(state.scales.dtype)
+        # same x, new coordinates: z = T^-1 x, grad_z = T grad_x = T T_old^-1 grad_z_old
+        z = jnp.where(restart, _apply(x, D, 1.0 / scales), ms.position)
+        grad = jnp.where(restart, _apply(_apply(ms.logdensity_grad, D, 1.0 / state.scales), D, scales),
+                         ms.logdensity_grad)
+        moments = jax.tree.map(lambda zero, m: jnp.where(restart, zero, m),
+                               _zero_moments(x, D.shape[0]), (n, s1, s2, x1, x2))
+        da = da_update(state.da, acc)
+        averaged = da_final(da).astype(eps.dtype)
+        da = jax.tree.map(lambda r, d: jnp.where(restart, r, d), da_init(averaged), da)
+        da = jax.tree.map(lambda d, o: jnp.where(adapting, d, o), da, state.da)
+        step_size = jnp.where(adapting & (nxt == n_adapt), averaged, state.step_size)
+        new = AdaptiveMALAState(x, z, ms.logdensity, grad, da, step_size, nxt, scales, moments)
+        return new, AdaptiveMALAInfo(acc, info.is_accepted, eps, adapting)
+
+    return kernel
+
+
+def as_top_level_api(logdensity_fn, initial_step_size, n_adapt: int, target: float = 0.57,
+                     windows=(0.15, 0.3, 0.5), directions=None) -> SamplingAlgorithm:
+    """``SamplingAlgorithm(init, step)`` of the adaptive MALA kernel for ``logdensity_fn``."""
+    kernel = build_kernel(n_adapt, target, windows, directions)
+    return SamplingAlgorithm(lambda x: init(x, logdensity_fn, initial_step_size, target, directions),
+                             lambda k, s: kernel(k, s, logdensity_fn))
+
+
+def order_directions(L: int, dtype=jnp.float32) -> jax.Array:
+    """``(2, L, L)``: the orthonormal basis ``U`` and ``(S - U) / sqrt(L - 1)`` of span{U, S},
+    the pooling and copy directions of G along which adaptive MALA rescales its steps."""
+    U = jnp.full((L, L), 1.0 / L, dtype)
+    S = shift_matrix(L, dtype)
+    return jnp.stack([U, (S - U) / jnp.sqrt(L - 1.0)])
+
+
+class ExactSampler(NamedTuple):
+    """Hashable spec for ``run_chains(..., data=...)``: adaptive MALA on the exact marginal
+    of ``data["stats"]`` from the initial step ``data["step_size"]``. One compilation serves a
+    sweep over P (the statistics are an argument)."""
+
+    hyper: object
+    activation: str
+    n_adapt: int
+    target: float = 0.57
+
+    precondition: bool = True
+
+    def build(self, data) -> SamplingAlgorithm:
+        lp = lambda G: marginal_logdensity(G, data["stats"], self.hyper, self.activation)
+        L = data["stats"].shape[0]
+        D = order_directions(L, data["step_size"].dtype) if self.precondition else None
+        return as_top_level_api(lp, data["step_size"], self.n_adapt, self.target, directions=D)
+
+
+class ExactObserver(NamedTuple):
+    """``observe(G, data)``: the reported order parameters (``order.reported_order_parameters``),
+    the training loss with W averaged over its posterior given G, and the log density."""
+
+    hyper: object
+    activation: str
+
+    def __call__(self, G, data) -> dict:
+        A = attention(G.astype(data["stats"].dtype), self.activation)
+        return reported_order_parameters(A, self.activation) | {
+            "loss": expected_loss(A, data["stats"], self.hyper),
+            "logdensity": marginal_logdensity(G, data["stats"], self.hyper, self.activation)}
+
+
+# ------------------------------------------------------------------------------ driver
+
+
+def start_positions(key, n_prior: int, n_copy: int, L: int, hyper, activation: str,
+                    dtype=jnp.float32) -> jax.Array:
+    """``(n_prior + n_copy, L, L)`` starts: prior draws ``G ~ N(0, sigma_g2)``, then the copy
+    pattern (softmax: logit ``log 4L`` at the previous token, a_G ~ 0.8; linear: ``A = S``)
+    plus a tenth of a prior draw."""
+    prior = jnp.sqrt(hyper.sigma_g2) * jax.random.normal(key, (n_prior + n_copy, L, L), dtype)
+    S = shift_matrix(L, dtype)
+    copy = (jnp.log(4.0 * L) * S if activation == "softmax" else S) + 0.1 * prior[n_prior:]
+    return jnp.concatenate([prior[:n_prior], copy]).astype(dtype)
+
+
+def default_initial_step(activation: str, hyper) -> float:
+    """Where dual averaging starts (it moves by decades within tens of steps)."""
+    return 1e-2 * hyper.sigma_g2 if activation == "softmax" else 0.1 * hyper.sigma_g2
+
+
+def default_warmup_steps(activation: str) -> int:
+    """Adam warm-up steps: 100 for softmax (from the prior the copy phase is reached by
+    descent); none for linear, whose mode (the MAP, c_G = 0.43 at L = 64, V = 32, P = 5095)
+    lies far from its posterior mean (0.12: the residual directions' entropy favours pooling),
+    so starting MALA at the mode costs more than starting it at the prior."""
+    return 100 if activation == "softmax" else 0
+
+
+def default_warmup_lr(activation: str, hyper) -> float:
+    """Adam's learning rate for the warm-up: a tenth of the prior scale of one entry of G."""
+    return 0.05 if activation == "softmax" else 0.4 * float(np.sqrt(hyper.sigma_g2))
+
+
+def optimise_starts(G0: jax.Array, stats, hyper, activation: str, n_steps: int, learning_rate: float):
+    """``n_steps`` of optax Adam (cosine-decayed learning rate) on ``-log p(G | data)`` from
+    every start ``G0: (chain, L, L)``, vmapped over chains.
+
+    The warm-up before any Metropolis step: from the prior or the copy pattern, MALA in
+    L^2 dimensions needs steps far smaller than at stationarity and crawls (0 % acceptance
+    for 1500 steps from the linear copy start at L = 64); gradient steps of Adam reach the
+    basin the start drains into in a few hundred steps. The draws before the sampling
+    burn-in ends are discarded, so this biases nothing; each family stays in the basin
+    its start lies in."""
+    n_steps = check_size("n_steps", n_steps, 1)
+    return _optimise(G0, stats, jnp.asarray(learning_rate, G0.dtype), hyper=hyper,
+                     activation=activation, n_steps=n_steps)
+
+
+@partial(jax.jit, static_argnames=("hyper", "activation", "n_steps"))
+def _optimise(G0, stats, learning_rate, *, hyper, activation, n_steps):
+    import optax
+
+    # statistics and learning rate are arguments: one compilation per sweep over P
+    opt = optax.adam(optax.cosine_decay_schedule(learning_rate, n_steps, alpha=0.01))
+    loss = lambda G: -marginal_logdensity(G, stats, hyper, activation)
+
+    def one(G):
+        def body(carry, _):
+            G, st = carry
+            u, st = opt.update(jax.grad(loss)(G), st, G)
+            return (optax.apply_updates(G, u), st), None
+
+        (G, _), _ = jax.lax.scan(body, (G, opt.init(G)), None, length=n_steps)
+        return G
+
+    return jax.vmap(one)(G0)
+
+
+class ExactRun(NamedTuple):
+    """``samples``: ``chains.Samples`` (draws ``c1, cG, abs_rho, family, loss, logdensity``,
+    ``(chain, draw)``); ``start``: ``(chain,)`` 0 = prior, 1 = copy; ``acceptance``:
+    ``(chain,)`` mean acceptance after the burn-in; ``step_size``: ``(chain,)`` adapted steps;
+    ``stuck``: ``(chain,)`` chains that did not move (acceptance < 5 % or constant draws)."""
+
+    samples: Samples
+    start: np.ndarray
+    acceptance: np.ndarray
+    step_size: np.ndarray
+    stuck: np.ndarray
+
+
+def sample_exact_posterior(key, stats, hyper, activation: str, *, n_chains: int, num_steps: int,
+                           burn_in: int | None = None, thin: int = 1, warmup_steps: int | None = None,
+                           warmup_lr: float | None = None, initial_step_size=None,
+                           target: float = 0.57, precondition: bool | None = None, progress: bool = False,
+                           devices=None, desc: str = "exact") -> ExactRun:
+    """Adaptive MALA on ``exp(-S_P(G))`` for ``stats: (L, L, V, V)``: ``n_chains // 2`` chains
+    from the copy pattern, the rest from the prior. Each chain first takes ``warmup_steps``
+    Adam steps (``optimise_starts``; default ``default_warmup_steps``), then MALA whose step is tuned per chain
+    during ``burn_in`` (default ``num_steps // 3``) and frozen for the recorded draws;
+    ``precondition``: also tune per chain the step scales along the pooling and copy
+    directions (``order_directions``); default: for linear attention only (measured in
+    ``benchmarks/exact_kernels.py``: it pays where the copy direction is wide, between the
+    linear onset and crossover, and hurts softmax, whose short burn-in windows overestimate
+    the copy direction's width while chains still relax)."""
+    precondition = (activation == "linear") if precondition is None else bool(precondition)
+    check_activation(activation)
+    n_chains = check_size("n_chains", n_chains, 2)
+    num_steps = check_size("num_steps", num_steps, 2)
+    warmup_steps = (default_warmup_steps(activation) if warmup_steps is None
+                    else check_size("warmup_steps", warmup_steps, 0))
+    burn_in = num_steps // 3 if burn_in is None else check_size("burn_in", burn_in, 1)
+    if burn_in >= num_steps:
+        raise ValueError(f"burn_in must be < num_steps = {num_steps}, got {burn_in}")
+    # blackjax's Gaussian noise follows the default float type (float64 under x64), so the
+    # positions take it; the O(L^2 V^2) contraction runs in the statistics' dtype (float32
+    # statistics: twice the speed; the Metropolis test stays exact for that density)
+    pos_dtype = jax.dtypes.canonicalize_dtype(jnp.float64)
+    L = stats.shape[0]
+    k_init, k_run = jax.random.split(key)
+    n_copy = n_chains // 2
+    init_G = start_positions(k_init, n_chains - n_copy, n_copy, L, hyper, activation, pos_dtype)
+    if warmup_steps:
+        lr = default_warmup_lr(activation, hyper) if warmup_lr is None else warmup_lr
+        init_G = optimise_starts(init_G, stats, hyper, activation, warmup_steps, lr)
+    eps0 = default_initial_step(activation, hyper) if initial_step_size is None else initial_step_size
+    data = {"stats": stats, "step_size": jnp.asarray(eps0, pos_dtype)}
+    smp = run_chains(k_run, ExactSampler(hyper, activation, burn_in, target, precondition), init_G,
+                     ExactObserver(hyper, activation), data=data, num_steps=num_steps,
+                     burn_in=burn_in, thin=thin, progress=progress, devices=devices, desc=desc)
+    start = np.r_[np.zeros(n_chains - n_copy, int), np.ones(n_copy, int)]
+    acc = np.asarray(smp.info["acceptance_rate"])
+    constant = np.all(np.asarray(smp.draws["logdensity"]) == np.asarray(smp.draws["logdensity"])[:, :1], axis=1)
+    return ExactRun(smp, start, acc, np.asarray(smp.final.step_size), (acc < 0.05) | constant)
+
+
+def _family_mean_gap(x, start, keep):
+    a, b = x[(start == 0) & keep], x[(start == 1) & keep]
+    if len(a) < 2 or len(b) < 2:
+        return float("nan"), float("nan")
+    sa, sb = summarize(a), summarize(b)
+    return sb["mean"] - sa["mean"], float(np.hypot(sa["mcse"], sb["mcse"]))
+
+
+def summarize_exact(run: ExactRun, keys=("c1", "cG", "abs_rho", "loss"), z: float = 4.0,
+                    nested_threshold: float = 1.05) -> dict:
+    """Summary of an ``ExactRun``.
+
+    Per key: the pooled ``chains.summarize`` (over chains that moved and stayed finite),
+    ``prior``/``copy`` (each family alone), ``nested_rhat`` (Margossian et al. 2022, the two
+    start families as superchains) and ``gap`` = copy mean - prior mean with its standard
+    error ``gap_se``. ``branches_disagree``: the start families disagree on the order
+    parameter ``cG`` (nested R-hat > ``nested_threshold`` and gap > ``z`` standard errors):
+    then the pooled mean is not the posterior mean (a coexistence window; the free energy
+    decides the weights). ``sign_families``: linear attention's g s > 0 / g s < 0 families
+    (``sign_families``); where they are separate metastable states (``split``), only the
+    same-sign chains enter the summaries (``n_used``), the opposite family is reported there.
+    """
+    smp = run.samples
+    keep = ~np.asarray(smp.divergent) & ~run.stuck
+    start = run.start
+    fams = sign_families(smp.draws, keep)
+    if fams["split"]:
+        # distinct, non-switching sign families (large P, linear): the opposite-sign state is
+        # metastable with a free-energy cost of ~1e2 nats (theory.linear_family_minima), so
+        # the posterior is the same-sign family's; its chains alone enter the summaries
+        keep = keep & (np.asarray(smp.draws["family"])[:, -1] == 1.0)
+    out = {"n_chains": int(len(start)), "n_stuck": int(run.stuck.sum()),
+           "n_nonfinite": int(np.asarray(smp.divergent).sum()),
+           "acceptance": [float(a) for a in run.acceptance],
+           "step_size": [float(e) for e in run.step_size],
+           "acceptance_mean": float(np.mean(run.acceptance[keep])) if keep.any() else float("nan")}
+    for k in keys:
+        x = np.asarray(smp.draws[k], float)
+        s = summarize(x[keep])
+        for fam, code in zip(FAMILIES, (0, 1)):
+            s[fam] = summarize(x[keep & (start == code)])
+        sc = start[keep]
+        s["nested_rhat"] = nested_rhat(x[keep], sc) if len(set(sc.tolist())) == 2 else float("nan")
+        s["gap"], s["gap_se"] = _family_mean_gap(x, start, keep)
+        out[k] = s
+    g = out["cG"]
+    out["branches_disagree"] = bool(np.isfinite(g["nested_rhat"]) and g["nested_rhat"] > nested_threshold
+                                    and abs(g["gap"]) > z * g["gap_se"])
+    out["sign_families"] = fams
+    out["n_used"] = int(keep.sum())
+    return out
+
+
+def sign_families(draws: dict, keep: np.ndarray, z: float = 4.0) -> dict:
+    """Linear attention's two sign families (``family`` = sign(g s), ``draws`` (chain, draw)).
+
+    Per family (``same``: g s > 0, ``opposite``: g s < 0, by each chain's last draw): the chain
+    count and the means of ``cG``, ``abs_rho``, ``c1``, ``logdensity``. ``split``: every kept
+    chain stayed in one family over its draws, both families are present and their ``abs_rho``
+    differ by more than ``z`` standard errors: the families are then distinct metastable
+    states (docs/sampling.md) and ``abs_rho`` (the value reported) is the same-sign family's;
+    otherwise chains move between families (small P, where g and s fluctuate around 0) and
+    it is the pooled mean."""
+    fam_all = np.asarray(draws["family"])
+    fam = fam_all[:, -1]
+    out = {}
+    for name, code in (("same", 1.0), ("opposite", -1.0)):
+        m = keep & (fam == code)
+        out[name] = {"n": int(m.sum()),
+                     **{k: (float(np.mean(np.asarray(draws[k])[m])) if m.any() else None)
+                        for k in ("cG", "abs_rho", "c1", "logdensity")}}
+    constant = np.all(fam_all == fam[:, None], axis=1)
+    rho = np.asarray(draws["abs_rho"], float)
+    split = bool(np.all(constant[keep]) and out["same"]["n"] >= 2 and out["opposite"]["n"] >= 2)
+    if split:
+        a, b = summarize(rho[keep & (fam == 1.0)]), summarize(rho[keep & (fam == -1.0)])
+        split = abs(a["mean"] - b["mean"]) > z * float(np.hypot(a["mcse"], b["mcse"]))
+    out["split"] = bool(split)
+    pooled = float(np.mean(rho[keep])) if keep.any() else float("nan")
+    out["abs_rho"] = out["same"]["abs_rho"] if split else pooled
+    return out
