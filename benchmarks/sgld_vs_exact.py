@@ -16,7 +16,8 @@ form's P* for softmax, 0.5 x P_1 and 3 x P_x for linear), on one sampled data se
 3. relaxation (the P above the transition): chains from the prior; the first recorded
    step (and its wall time) at which the mean over chains is within 2 standard errors of the
    exact mean, for SGLD (automatic step), pSGLD (step 1e-3, preconditioner frozen after a
-   fifth of the run) and the exact-marginal sampler (counting its Adam warm-up steps).
+   fifth of the run) and the exact-marginal sampler (``--exact-steps`` steps, counting its
+   Adam warm-up steps for softmax).
 
 Writes ``OUT/sgld_vs_exact.json`` and prints the markdown tables of docs/sampling.md.
 """
@@ -152,18 +153,20 @@ for L in a.L:
             # the exact sampler from the same kind of start: Adam warm-up, then adaptive MALA
             G0 = X.start_positions(jax.random.fold_in(k_run, 2), n, 0, L, h, act, jnp.float64)
             t = time.perf_counter()
-            Gw = jax.block_until_ready(X.optimise_starts(G0, stats, h, act, 150, X.default_warmup_lr(act, h)))
+            warm = X.default_warmup_steps(act)
+            Gw = (jax.block_until_ready(X.optimise_starts(G0, stats, h, act, warm, X.default_warmup_lr(act, h)))
+                  if warm else G0)
             t_w = time.perf_counter() - t
-            steps_x = 600
+            steps_x = a.exact_steps
             dx = {"stats": stats, "step_size": jnp.asarray(X.default_initial_step(act, h), jnp.float64)}
-            s, wall = timed_chains(k_run, X.ExactSampler(h, act, steps_x // 3), Gw, X.ExactObserver(h, act),
-                                   data=dx, num_steps=steps_x, thin=10)
+            s, wall = timed_chains(k_run, X.ExactSampler(h, act, steps_x // 3, 0.57, act == "linear"), Gw,
+                                   X.ExactObserver(h, act), data=dx, num_steps=steps_x, thin=10)
             traj = np.concatenate([[float(np.mean(cj.reported_order_parameters(
                 cj.attention(Gw.astype(stats.dtype), act), act)["cG"]))], s.draws["cG"].mean(0)])
             i = first_within(traj, ref["mean"], tol)
-            res["exact MALA"] = {"steps": None if i is None else 150 + i * 10,
+            res["exact MALA"] = {"steps": None if i is None else warm + i * 10,
                                  "seconds": None if i is None else t_w + wall * i / (len(traj) - 1),
-                                 "final": float(traj[-1]), "budget": 150 + steps_x, "wall_s": t_w + wall}
+                                 "final": float(traj[-1]), "budget": warm + steps_x, "wall_s": t_w + wall}
             relax.append(res)
             print(f"relaxation L={L} {act} P={P}: " + ", ".join(
                 f"{k} {v['steps']} steps / {v['seconds'] if v['seconds'] is None else round(v['seconds'], 1)} s"

@@ -54,7 +54,7 @@ def order_parameters(res, out):
             if "joint_map" in th:
                 ax.plot(th["P"], _theory_value(th["joint_map"], key), ":", color=color, lw=1.5,
                         label=f"theory joint MAP of (W, G) (Adam's target): {name}")
-            if key in ("c1", "cG"):
+            if act == "softmax":  # linear's metastable MAP minima are sign-fixed, not |c_G|
                 for bi, branch in enumerate(_metastable_branches(th, key)):
                     if branch:
                         ax.plot(*zip(*branch), "--", color=color, lw=1, alpha=0.8,
