@@ -31,7 +31,7 @@ from blackjax.mcmc.mala import MALAState
 from copyjax._checks import check_activation, check_size
 from copyjax.action import expected_loss, marginal_logdensity
 from copyjax.chains import Samples, nested_rhat, run_chains, summarize
-from copyjax.model import attention, shift_matrix
+from copyjax.model import attention, shift_matrix, uniform_matrix
 from copyjax.order import reported_order_parameters
 
 FAMILIES = ("prior", "copy")
@@ -169,8 +169,7 @@ def as_top_level_api(logdensity_fn, initial_step_size, n_adapt: int, target: flo
 def order_directions(L: int, dtype=jnp.float32) -> jax.Array:
     """``(2, L, L)``: the orthonormal basis ``U`` and ``(S - U) / sqrt(L - 1)`` of span{U, S},
     the pooling and copy directions of G along which adaptive MALA rescales its steps."""
-    U = jnp.full((L, L), 1.0 / L, dtype)
-    S = shift_matrix(L, dtype)
+    U, S = uniform_matrix(L, dtype), shift_matrix(L, dtype)
     return jnp.stack([U, (S - U) / jnp.sqrt(L - 1.0)])
 
 
@@ -183,7 +182,6 @@ class ExactSampler(NamedTuple):
     activation: str
     n_adapt: int
     target: float = 0.57
-
     precondition: bool = True
 
     def build(self, data) -> SamplingAlgorithm:
@@ -332,14 +330,6 @@ def sample_exact_posterior(key, stats, hyper, activation: str, *, n_chains: int,
     return ExactRun(smp, start, acc, np.asarray(smp.final.step_size), (acc < 0.05) | constant)
 
 
-def _family_mean_gap(x, start, keep):
-    a, b = x[(start == 0) & keep], x[(start == 1) & keep]
-    if len(a) < 2 or len(b) < 2:
-        return float("nan"), float("nan")
-    sa, sb = summarize(a), summarize(b)
-    return sb["mean"] - sa["mean"], float(np.hypot(sa["mcse"], sb["mcse"]))
-
-
 def summarize_exact(run: ExactRun, keys=("c1", "cG", "abs_rho", "loss"), z: float = 4.0,
                     nested_threshold: float = 1.05) -> dict:
     """Summary of an ``ExactRun``.
@@ -375,7 +365,9 @@ def summarize_exact(run: ExactRun, keys=("c1", "cG", "abs_rho", "loss"), z: floa
             s[fam] = summarize(x[keep & (start == code)])
         sc = start[keep]
         s["nested_rhat"] = nested_rhat(x[keep], sc) if len(set(sc.tolist())) == 2 else float("nan")
-        s["gap"], s["gap_se"] = _family_mean_gap(x, start, keep)
+        both = s["prior"]["n_chains"] >= 2 and s["copy"]["n_chains"] >= 2
+        s["gap"] = s["copy"]["mean"] - s["prior"]["mean"] if both else float("nan")
+        s["gap_se"] = float(np.hypot(s["prior"]["mcse"], s["copy"]["mcse"])) if both else float("nan")
         out[k] = s
     g = out["cG"]
     out["branches_disagree"] = bool(np.isfinite(g["nested_rhat"]) and g["nested_rhat"] > nested_threshold
