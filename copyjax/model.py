@@ -85,6 +85,35 @@ def log_posterior(W, G, tokens, hyper, activation: str) -> jax.Array:
     return log_likelihood(W, G, tokens, hyper, activation) + log_prior(W, G, hyper)
 
 
+@jax.custom_vjp
+def _contract(pair: jax.Array, stats: jax.Array) -> jax.Array:
+    """``pair: (..., L, L)``, ``stats: (L, L, V, V)`` -> ``(..., V, V)``, summed over (m, n).
+
+    Both passes are plain matrix products with C viewed as ``(L^2, V^2)``; autodiff of the
+    einsum gave a backward pass twice as slow as ``d @ C^T`` (measured at L = 64, V = 32:
+    value and gradient of S_P for 8 chains 36 -> 22 ms, 32 chains 41 -> 37 ms). The
+    cotangent of C is exact too (dead code under jit when only G is differentiated)."""
+    L, V = stats.shape[0], stats.shape[-1]
+    out = pair.reshape(-1, L * L) @ stats.reshape(L * L, V * V)
+    return out.reshape(pair.shape[:-2] + (V, V))
+
+
+def _contract_fwd(pair, stats):
+    return _contract(pair, stats), (pair, stats)
+
+
+def _contract_bwd(res, d):
+    pair, stats = res
+    L, V = stats.shape[0], stats.shape[-1]
+    dm, pm = d.reshape(-1, V * V), pair.reshape(-1, L * L)
+    d_pair = (dm @ stats.reshape(L * L, V * V).T).reshape(pair.shape)
+    d_stats = (pm.T @ dm).reshape(stats.shape)
+    return d_pair, d_stats
+
+
+_contract.defvjp(_contract_fwd, _contract_bwd)
+
+
 def stats_contractions(A: jax.Array, stats: jax.Array):
     """``K = sum_mn (A^T A)_mn C_mn`` and ``B = sum_mn (A^T S)_mn C_mn`` (both ``(V, V)``).
 
@@ -93,7 +122,7 @@ def stats_contractions(A: jax.Array, stats: jax.Array):
     L = A.shape[-1]
     # One pass over C for both contractions (C is the only O(L^2 V^2) operand).
     pair = jnp.stack([A.T @ A, A.T @ shift_matrix(L, A.dtype)])
-    KB = jnp.einsum("kmn,mnab->kab", pair, stats.astype(A.dtype))
+    KB = _contract(pair, stats.astype(A.dtype))
     return KB[0], KB[1]
 
 

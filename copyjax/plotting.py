@@ -355,3 +355,43 @@ def theory_figures(res, out):
     """All four figures of ``scripts/theory_figures.py``; returns the written paths."""
     return (theory_landscapes(res, out) + theory_order_parameters(res, out)
             + theory_susceptibility(res, out) + theory_histograms(res, out))
+
+
+def free_energy(summary: dict, points: list, out: str, name: str = "free_energy"):
+    """Left: the exact posterior's free energy F_P(a_G) (umbrella sampling + MBAR) at each P,
+    with its error band; right: log(copy mass / pooling mass) vs P with the measured
+    equal-weight point P* and the theory's posterior-form P*. ``points``: per-P results of
+    ``scripts/free_energy.py`` (one seed)."""
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2))
+    cmap = plt.get_cmap("viridis")
+    for i, p in enumerate(points):
+        e = np.asarray(p["edges"], float)
+        x = 0.5 * (e[1:] + e[:-1])
+        F = np.array([np.nan if v is None else v for v in p["F"]], float)
+        s = np.array([np.nan if v is None else v for v in p["F_sd"]], float)
+        c = cmap(i / max(1, len(points) - 1))
+        ax.plot(x, F, "-", color=c, label=f"P = {p['P']} (copy mass {p['weights'][1]:.2g})")
+        ax.fill_between(x, F - s, F + s, color=c, alpha=0.25, lw=0)
+    ax.set_xlabel("a_G (copy order parameter)")
+    ax.set_ylabel("F_P(a_G) - min  [nats]")
+    ax.set_title("Exact posterior: free energy along a_G")
+    ax.legend(fontsize=7)
+    P = np.array([p["P"] for p in points], float)
+    r = np.array([p["log_ratio"] for p in points], float)
+    rs = np.array([p["log_ratio_sd"] for p in points], float)
+    bx.errorbar(P, r, yerr=rs, fmt="o-", color="C0", label="exact posterior (MBAR)")
+    bx.axhline(0.0, color="k", lw=0.8)
+    ps = summary.get("P_star")
+    if ps is not None and np.isfinite(ps):
+        err = summary.get("P_star_err") or 0.0
+        bx.axvspan(ps - err, ps + err, color="C0", alpha=0.2)
+        bx.axvline(ps, color="C0", ls="--", label=f"P* = {ps:.0f} +- {err:.0f} (equal mass)")
+    if summary.get("theory_P_star"):
+        bx.axvline(summary["theory_P_star"], color="C3", ls=":",
+                   label=f"theory (posterior form) P* = {summary['theory_P_star']:.0f}")
+    bx.set_xlabel("P (training sequences)")
+    bx.set_ylabel("log(copy mass / pooling mass)")
+    bx.set_title("Phase weights")
+    bx.legend(fontsize=7)
+    fig.tight_layout()
+    return _save(fig, os.path.dirname(out) or ".", os.path.basename(out))

@@ -238,3 +238,19 @@ def test_expected_loss_matches_reduced_sector_loss_at_expected_stats():
     tr = cj.sufficient_stats(cj.sample_tokens(jax.random.key(1), 60, L, V), V).astype(jnp.float64)
     te = cj.sufficient_stats(cj.sample_tokens(jax.random.key(2), 60, L, V), V).astype(jnp.float64)
     assert expected_test_loss(A, tr, te, h) > expected_loss(A, tr, h)
+
+
+def test_stats_contraction_vjp_matches_einsum():
+    """The hand-written VJP of the (L^2, V^2) contraction equals autodiff of the einsum,
+    for both arguments (float64, so equality to 1e-12 relative)."""
+    import copyjax.model as model
+
+    jax.config.update("jax_enable_x64", True)
+    kp, ks = jax.random.split(jax.random.key(3))
+    pair = jax.random.normal(kp, (3, 2, 5, 5), jnp.float64)
+    stats = jax.random.normal(ks, (5, 5, 4, 4), jnp.float64)
+    d = jax.random.normal(jax.random.key(4), (3, 2, 4, 4), jnp.float64)
+    ref = lambda p, c: jnp.sum(d * jnp.einsum("xkmn,mnab->xkab", p, c))
+    new = lambda p, c: jnp.sum(d * model._contract(p, c))
+    for a, b in zip(jax.grad(ref, (0, 1))(pair, stats), jax.grad(new, (0, 1))(pair, stats)):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12)

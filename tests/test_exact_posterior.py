@@ -56,7 +56,7 @@ def test_step_size_adapts_per_chain_then_freezes():
 
 
 def test_window_starts():
-    assert X.window_starts(1000) == (150, 300, 500)
+    assert X.window_starts(1000) == (150, 300, 500, 750)
     assert X.window_starts(2) == (1,)
 
 

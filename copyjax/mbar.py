@@ -1,0 +1,151 @@
+"""MBAR: free energies of many states from samples of some of them (Shirts & Chodera 2008,
+J. Chem. Phys. 129, 124105), in JAX.
+
+States are given by reduced energies: ``u_kn[k, n]`` is ``-log`` of state k's unnormalised
+density at sample n (samples from all sampled states pooled, ``N_k[k]`` of them drawn from
+state k). The free energies ``f_k = -log Z_k`` (``f_0 = 0``) solve the MBAR equations,
+found here as the minimum of their convex objective
+
+    F(f) = sum_n log sum_k N_k exp(f_k - u_kn) - sum_k N_k f_k
+
+with optax's L-BFGS. Any further state (a target density, the target restricted to a bin or
+a phase) is evaluated on the same samples, and the asymptotic covariance of all free
+energies comes from the thin SVD of the weight matrix (Kong et al. 2003; Shirts & Chodera
+2008, eq. D8 in the form pymbar calls "svd-ew").
+
+Why not ``pymbar``: when JAX is installed pymbar switches JAX to 64-bit mode globally the
+first time it solves (``jax_enable_x64``), behind the caller's back; copyjax leaves that to
+the caller. ``tests/test_mbar.py`` checks this implementation against known free energies
+and, where pymbar is installed, against pymbar.
+
+The errors are those of uncorrelated samples: subsample correlated chains first
+(``subsample``) so that each kept draw counts as one.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.scipy.special import logsumexp
+
+
+class MBARResult(NamedTuple):
+    """``f``: ``(K,)`` free energies of the sampled states, ``f[0] = 0``; ``log_denominator``:
+    ``(N,)`` ``log sum_k N_k exp(f_k - u_kn)``; ``N_k``: ``(K,)``; ``grad_norm``: the norm of
+    the objective's gradient at ``f`` (per sample; converged when below ``tol``);
+    ``iterations``: L-BFGS iterations."""
+
+    f: jax.Array
+    log_denominator: jax.Array
+    N_k: jax.Array
+    grad_norm: jax.Array
+    iterations: jax.Array
+
+
+def _check(u_kn, N_k):
+    u_kn, N_k = jnp.asarray(u_kn), jnp.asarray(N_k)
+    if u_kn.ndim != 2 or N_k.shape != (u_kn.shape[0],):
+        raise ValueError(f"u_kn must be (K, N) and N_k (K,); got {u_kn.shape} and {N_k.shape}")
+    n = np.asarray(N_k)
+    if np.any(n < 1) or int(n.sum()) != u_kn.shape[1]:
+        raise ValueError(f"N_k must be >= 1 per state and sum to N = {u_kn.shape[1]}, got {n.tolist()}")
+    if u_kn.dtype != jnp.float64:
+        raise ValueError("MBAR needs float64 energies (differences of ~1e3 nats): call "
+                         "jax.config.update('jax_enable_x64', True) first")
+    return u_kn, N_k.astype(u_kn.dtype)
+
+
+def solve(u_kn, N_k, *, tol: float = 1e-10, max_iter: int = 1000) -> MBARResult:
+    """MBAR free energies of the sampled states. ``u_kn: (K, N)`` float64, ``N_k: (K,)``
+    (samples ordered by state is not required). Raises ``ValueError`` for bad shapes or a
+    float32 input; check ``grad_norm < tol`` for convergence."""
+    u_kn, N_k = _check(u_kn, N_k)
+    return _solve(u_kn, N_k, tol, max_iter)
+
+
+@jax.jit
+def _objective(f_free, u_kn, N_k):
+    f = jnp.concatenate([jnp.zeros(1, u_kn.dtype), f_free])
+    ld = logsumexp(f[:, None] - u_kn, b=N_k[:, None], axis=0)
+    return (jnp.sum(ld) - jnp.dot(N_k, f)) / u_kn.shape[1]
+
+
+def _solve(u_kn, N_k, tol, max_iter):
+    K = u_kn.shape[0]
+    fun = lambda f: _objective(f, u_kn, N_k)
+    opt = optax.lbfgs()
+    vg = optax.value_and_grad_from_state(fun)
+
+    def step(carry):
+        f, state = carry
+        value, grad = vg(f, state=state)
+        updates, state = opt.update(grad, state, f, value=value, grad=grad, value_fn=fun)
+        return optax.apply_updates(f, updates), state
+
+    def going(carry):
+        _, state = carry
+        it = optax.tree.get(state, "count")
+        err = optax.tree.norm(optax.tree.get(state, "grad"))
+        return (it == 0) | ((it < max_iter) & (err >= tol))
+
+    f0 = jnp.zeros(K - 1, u_kn.dtype)
+    f_free, state = jax.lax.while_loop(going, step, (f0, opt.init(f0)))
+    f = jnp.concatenate([jnp.zeros(1, u_kn.dtype), f_free])
+    ld = logsumexp(f[:, None] - u_kn, b=N_k[:, None], axis=0)
+    grad_norm = optax.tree.norm(jax.grad(fun)(f_free))
+    return MBARResult(f, ld, N_k, grad_norm, optax.tree.get(state, "count"))
+
+
+_solve = jax.jit(_solve, static_argnames=("tol", "max_iter"))
+
+
+def state_free_energies(result: MBARResult, u_ln) -> jax.Array:
+    """``(M,)`` free energies ``f_l = -log sum_n exp(-u_ln - log_denominator_n)`` of further
+    states ``u_ln: (M, N)`` (``+inf`` entries: the state excludes that sample)."""
+    return -logsumexp(-jnp.asarray(u_ln) - result.log_denominator[None, :], axis=1)
+
+
+def covariance(result: MBARResult, u_kn, u_ln) -> tuple[jax.Array, jax.Array]:
+    """Free energies of the sampled states ``u_kn: (K, N)`` and further states
+    ``u_ln: (M, N)`` with their asymptotic covariance (Shirts & Chodera 2008, eq. D8):
+    ``W = U S V^T`` (thin SVD of the ``(N, K + M)`` weights), ``Theta = V S (I - S V^T N V S)^+
+    S V^T`` with ``N = diag(N_k, 0...0)``. Returns ``(f: (K + M,), Theta)``."""
+    u_kn = jnp.asarray(u_kn, result.log_denominator.dtype)
+    u_ln = jnp.atleast_2d(jnp.asarray(u_ln, u_kn.dtype))
+    return _covariance(result, u_kn, u_ln)
+
+
+@jax.jit
+def _covariance(result, u_kn, u_ln):
+    u_all = jnp.concatenate([u_kn, u_ln])
+    f_all = jnp.concatenate([result.f, state_free_energies(result, u_ln)])
+    logW = f_all[:, None] - u_all - result.log_denominator[None, :]
+    W = jnp.exp(logW).T  # (N, K + M), each column sums to 1
+    n = jnp.concatenate([result.N_k, jnp.zeros(u_ln.shape[0], u_kn.dtype)])
+    U, s, Vt = jnp.linalg.svd(W, full_matrices=False)
+    V = Vt.T
+    inner = jnp.eye(s.shape[0], dtype=W.dtype) - (s[:, None] * (V.T * n[None, :]) @ V) * s[None, :]
+    theta = (V * s[None, :]) @ jnp.linalg.pinv(inner, hermitian=True) @ (s[:, None] * V.T)
+    return f_all, theta
+
+
+def difference_sd(theta, i: int, j) -> jax.Array:
+    """Standard deviation of ``f_i - f_j`` from the covariance ``theta`` (``j`` may be an array)."""
+    j = jnp.asarray(j)
+    return jnp.sqrt(jnp.maximum(theta[i, i] + theta[j, j] - 2 * theta[i, j], 0.0))
+
+
+def subsample(x: np.ndarray) -> np.ndarray:
+    """Indices of a near-uncorrelated subsample of the series ``x: (T,)``: every g-th draw,
+    g = T / ESS (numpyro's effective sample size of the series), at least 1."""
+    import numpyro.diagnostics as nd
+
+    x = np.asarray(x, float)
+    if x.size < 4 or np.ptp(x) == 0:
+        return np.arange(x.size)
+    ess = float(nd.effective_sample_size(x[None, :]))
+    g = max(1, int(np.ceil(x.size / max(ess, 1.0))))
+    return np.arange(x.size - 1, -1, -g)[::-1]

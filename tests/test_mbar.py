@@ -1,0 +1,105 @@
+"""MBAR against known free energies: umbrella windows on a tilted 1-D double well, sampled
+exactly (inverse CDF on a fine grid), so every error is MBAR's own."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from copyjax import mbar
+
+jax.config.update("jax_enable_x64", True)
+
+GRID = np.linspace(-2.5, 2.5, 20001)
+U0 = 4.0 * (GRID**2 - 1.0) ** 2 + 0.7 * GRID  # barrier 4 nats, the left well deeper
+CENTERS = np.linspace(-1.6, 1.6, 9)
+KAPPA = 8.0
+
+
+def _bias(x, c):
+    return 0.5 * KAPPA * (x - c) ** 2
+
+
+def _exact(u):
+    """Free energy -log int exp(-u) and the mass on x > 0, by quadrature on GRID."""
+    p = np.exp(-(u - u.min()))
+    Z = np.trapezoid(p, GRID)
+    return -np.log(Z) + u.min(), np.trapezoid(p * (GRID > 0), GRID) / Z
+
+
+def _draw(rng, u, n):
+    p = np.exp(-(u - u.min()))
+    cdf = np.cumsum(p) / p.sum()
+    return np.interp(rng.uniform(size=n), cdf, GRID)
+
+
+def _umbrella(rng, n_per):
+    x = np.concatenate([_draw(rng, U0 + _bias(GRID, c), n_per) for c in CENTERS])
+    u_kn = np.stack([np.interp(x, GRID, U0) + _bias(x, c) for c in CENTERS])
+    return x, u_kn, np.full(len(CENTERS), n_per)
+
+
+def test_free_energies_of_the_windows_match_quadrature():
+    x, u_kn, N_k = _umbrella(np.random.default_rng(0), 400)
+    res = mbar.solve(jnp.asarray(u_kn), jnp.asarray(N_k))
+    assert float(res.grad_norm) < 1e-8
+    exact = np.array([_exact(U0 + _bias(GRID, c))[0] for c in CENTERS])
+    f, theta = mbar.covariance(res, u_kn, np.zeros((0, x.size)))
+    sd = np.asarray(mbar.difference_sd(theta, 0, jnp.arange(len(CENTERS))))
+    err = np.asarray(f) - (exact - exact[0])
+    # each f_k - f_0 within 4 of its stated standard deviations (9 states: a 4-sigma miss
+    # has probability ~6e-4 under correct errors)
+    assert np.all(np.abs(err[1:]) < 4 * sd[1:]), (err, sd)
+    assert np.all(sd[1:] < 0.3)
+
+
+def test_phase_weight_recovered_within_stated_errors_over_repeats():
+    """p(x > 0) under the unbiased density from 40 independent umbrella runs: the z-scores
+    (estimate - exact) / stated sd have mean ~0 and sd ~1 if the stated errors are right;
+    with 40 repeats, |mean z| < 0.6 (1.9 standard errors of a mean of 40 unit normals... plus
+    slack for MBAR's O(1/N) bias) and 0.6 < sd(z) < 1.5."""
+    _, p_exact = _exact(U0)
+    zs = []
+    for seed in range(40):
+        x, u_kn, N_k = _umbrella(np.random.default_rng(100 + seed), 150)
+        res = mbar.solve(jnp.asarray(u_kn), jnp.asarray(N_k))
+        u0 = np.interp(x, GRID, U0)
+        u_states = np.stack([u0, np.where(x > 0, u0, np.inf)])
+        f, theta = mbar.covariance(res, u_kn, u_states)
+        K = len(CENTERS)
+        logp = float(f[K] - f[K + 1])
+        sd = float(mbar.difference_sd(theta, K + 1, K))
+        zs.append((np.exp(logp) - p_exact) / (np.exp(logp) * sd))
+    zs = np.array(zs)
+    assert abs(zs.mean()) < 0.6, zs
+    assert 0.6 < zs.std(ddof=1) < 1.5, zs
+
+
+def test_bad_input_is_a_value_error():
+    u = jnp.zeros((2, 5))
+    with pytest.raises(ValueError, match="N_k"):
+        mbar.solve(u, jnp.array([2, 2]))
+    with pytest.raises(ValueError, match="float64"):
+        mbar.solve(u.astype(jnp.float32), jnp.array([2, 3]))
+
+
+def test_subsample_keeps_every_gth_draw_of_a_correlated_series():
+    rng = np.random.default_rng(1)
+    x = np.zeros(4000)
+    for t in range(1, x.size):  # AR(1), phi = 0.9: integrated autocorrelation time 19
+        x[t] = 0.9 * x[t - 1] + rng.normal()
+    idx = mbar.subsample(x)
+    g = x.size / idx.size
+    assert 10 < g < 35, g
+    assert idx[-1] == x.size - 1 and np.all(np.diff(idx) > 0)
+
+
+def test_matches_pymbar_where_installed():
+    pymbar = pytest.importorskip("pymbar")
+    x, u_kn, N_k = _umbrella(np.random.default_rng(2), 200)
+    res = mbar.solve(jnp.asarray(u_kn), jnp.asarray(N_k))
+    ref = pymbar.MBAR(u_kn, N_k, solver_protocol="robust")
+    out = ref.compute_free_energy_differences()
+    np.testing.assert_allclose(np.asarray(res.f), out["Delta_f"][0], atol=1e-6)
+    f, theta = mbar.covariance(res, u_kn, np.zeros((0, x.size)))
+    sd = np.asarray(mbar.difference_sd(theta, 0, jnp.arange(len(CENTERS))))
+    np.testing.assert_allclose(sd, out["dDelta_f"][0], rtol=1e-4, atol=1e-8)
