@@ -20,7 +20,7 @@ from _cli import nonneg_int, positive_float, positive_int
 
 PRESETS = {
     "default": dict(chains=8, steps=200, adam_seeds=4, adam_steps=300, n_P=6, op_chains=16, op_draws=50,
-                    exact_chains=32, exact_steps=None),
+                    exact_chains=16, exact_steps=None),
     "quick": dict(chains=4, steps=200, adam_seeds=2, adam_steps=300, n_P=4, op_chains=4, op_draws=20,
                   exact_chains=8, exact_steps=300),
     "full": dict(chains=2048, steps=20000, adam_seeds=256, adam_steps=5000, n_P=16, op_chains=1024,
@@ -53,7 +53,7 @@ def parser():
                          "prior, half from the copy pattern (0: none; at least 4 otherwise)")
     ap.add_argument("--exact-steps", type=positive_int("--exact-steps"),
                     help="MALA steps per exact chain (a third is burn-in with per-chain step adaptation; "
-                         "default: 600 softmax, 1200 linear, whose copy direction mixes slower)")
+                         "default: 1200 softmax, 2400 linear, whose copy direction mixes slower)")
     ap.add_argument("--exact-warmup", type=nonneg_int("--exact-warmup"),
                     help="Adam steps on -log p(G) before the MALA steps (default: 100 softmax, 0 linear)")
     ap.add_argument("--sgld-starts", nargs="+", choices=SGLD_STARTS,
