@@ -128,7 +128,8 @@ for seed in a.seeds:
         wgt = (np.log(Pst) - np.log(Ps[i])) / (np.log(Ps[i + 1]) - np.log(Ps[i]))
         bar = float((1 - wgt) * b0 + wgt * b1)
     per_seed[seed] = {"P_star": Pst, "P_star_err": Pst_err, "barrier_at_P_star": bar}
-    print(f"  seed {seed}: P* = {Pst:.0f} +- {Pst_err:.0f} (theory, posterior form: {theory_P:.0f}); "
+    th = "none (no first-order transition)" if theory_P is None else f"{theory_P:.0f}"
+    print(f"  seed {seed}: P* = {Pst:.0f} +- {Pst_err:.0f} (theory, posterior form: {th}); "
           f"barrier at P* {bar:.1f} nats", flush=True)
 
 ps = np.array([v["P_star"] for v in per_seed.values()])
