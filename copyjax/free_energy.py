@@ -282,7 +282,7 @@ def profile(rec: Recombined, run: UmbrellaRun, t_index: int, edges, divide: floa
     K = rec.u_kn.shape[0]
     nf = len(filled)
     i0, ib, ip, im = K, K + 1, K + 1 + nf, K + 3 + nf
-    sd = lambda i: float(np.sqrt(max(theta[i, i] + theta[i0, i0] - 2 * theta[i, i0], 0.0)))
+    sd = lambda i: float(mbar.difference_sd(theta, i, i0))
     width = np.diff(edges)
     Fb, F_sd = np.full(nb, np.nan), np.full(nb, np.nan)
     for n, j in enumerate(filled):
@@ -292,7 +292,7 @@ def profile(rec: Recombined, run: UmbrellaRun, t_index: int, edges, divide: floa
     w = np.exp(-(f[ip:ip + 2] - f[i0]))
     w_sd = np.array([w[j] * sd(ip + j) for j in range(2)])
     lr = float(f[ip] - f[ip + 1])
-    lr_sd = float(np.sqrt(max(theta[ip, ip] + theta[ip + 1, ip + 1] - 2 * theta[ip, ip + 1], 0.0)))
+    lr_sd = float(mbar.difference_sd(theta, ip, ip + 1))
     mean = float(np.exp(-(f[im] - f[i0])) - 1.0)
     mean_sd = float((1.0 + mean) * sd(im))
     minima = local_minima(Fb)

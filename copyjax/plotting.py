@@ -357,11 +357,11 @@ def theory_figures(res, out):
             + theory_susceptibility(res, out) + theory_histograms(res, out))
 
 
-def free_energy(summary: dict, points: list, out: str, name: str = "free_energy"):
+def free_energy(summary: dict, points: list, out: str):
     """Left: the exact posterior's free energy F_P(a_G) (umbrella sampling + MBAR) at each P,
     with its error band; right: log(copy mass / pooling mass) vs P with the measured
     equal-weight point P* and the theory's posterior-form P*. ``points``: per-P results of
-    ``scripts/free_energy.py`` (one seed)."""
+    ``scripts/free_energy.py`` (one seed); ``out``: the path without extension."""
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2))
     cmap = plt.get_cmap("viridis")
     for i, p in enumerate(points):

@@ -49,7 +49,7 @@ jax.config.update("jax_enable_x64", True)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import copyjax as cj  # noqa: E402
 from copyjax import free_energy as FE  # noqa: E402
-from copyjax.experiments import atomic_write_bytes  # noqa: E402
+from copyjax.experiments import atomic_savez, atomic_write_bytes  # noqa: E402
 
 L, V, act = a.L, a.V, a.activation
 hyper = cj.default_hyper(act, L)
@@ -96,9 +96,7 @@ def point(seed: int, P: int) -> dict:
            "mean": pr.mean, "mean_sd": pr.mean_sd, "minima_op": [float(0.5 * (edges[i] + edges[i + 1])) for i in pr.minima],
            "barrier": pr.barrier, "edges": edges.tolist(), "F": [None if not np.isfinite(v) else float(v) for v in pr.F],
            "F_sd": [None if not np.isfinite(v) else float(v) for v in pr.F_sd]}
-    buf = __import__("io").BytesIO()
-    np.savez_compressed(buf, xi=run.xi, op=run.op, center=run.center, acceptance=run.acceptance)
-    atomic_write_bytes(base + ".npz", buf.getvalue())
+    atomic_savez(base + ".npz", xi=run.xi, op=run.op, center=run.center, acceptance=run.acceptance)
     atomic_write_bytes(base + ".json", json.dumps(out, indent=1).encode())
     return out
 
