@@ -3,7 +3,7 @@ default phase-diagram grid (L = 64, V = 32, P = 933 ... 15802), on the same data
 (same keys as ``experiments.run_point``), with the main job's defaults or the given
 chains / steps. Prints R-hat, ESS, nested R-hat and the family means per point.
 
-    python benchmarks/exact_defaults.py [--chains 16] [--steps-softmax 1200] [--steps-linear 2400]
+    python benchmarks/exact_defaults.py [--chains 16] [--steps-softmax 900] [--steps-linear 1800]
                                          [--activation softmax linear] [--P 5095 8973]
 """
 import argparse

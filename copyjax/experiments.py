@@ -44,7 +44,7 @@ def theory_op(m, L: int, activation: str) -> dict:
 # number of chains up to ~64 on CPU (the pass over the statistics dominates), and split
 # R-hat of chains with n effective draws sits near 1 + 1/n even for a perfect sampler
 # (32 chains x 600 steps: R-hat 1.06-1.08 at softmax P = 933, 1643 with nested R-hat 1.000)
-DEFAULT_EXACT_STEPS = {"softmax": 1200, "linear": 2400}
+DEFAULT_EXACT_STEPS = {"softmax": 900, "linear": 1800}
 
 
 def exact_thin(steps: int) -> int:
@@ -178,6 +178,24 @@ def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = F
 
     clock["exact"] = time.perf_counter() - t1
     t1 = time.perf_counter()
+    # inside a coexistence window (the start families disagree) equal-time averages cannot
+    # weigh the phases: with cfg["free_energy"], umbrella sampling + MBAR on the same data does
+    fe = cfg.get("free_energy")
+    if fe and activation == "softmax" and run is not None and summary["exact"]["branches_disagree"]:
+        from copyjax import free_energy
+
+        pr, _, urun = free_energy.softmax_phase_weights(
+            jax.random.fold_in(key, 103), stats, hyper, num_steps=fe["steps"], progress=progress,
+            desc=f"{activation} P={P} free energy")
+        summary["exact_free_energy"] = {
+            "cG": {"mean": pr.mean, "mcse": pr.mean_sd, "sd": float(np.sqrt(max(pr.var, 0.0)))},
+            "copy_weight": float(pr.weights[1]), "copy_weight_sd": float(pr.weights_sd[1]),
+            "log_ratio": pr.log_ratio, "log_ratio_sd": pr.log_ratio_sd, "barrier": pr.barrier,
+            "minima_cG": [float(0.5 * (pr.edges[i] + pr.edges[i + 1])) for i in pr.minima],
+            "acceptance_min": float(urun.acceptance.min())}
+        arrays["fe_edges"], arrays["fe_F"], arrays["fe_F_sd"] = pr.edges, pr.F, pr.F_sd
+    clock["free_energy"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
     eps = cfg["step_size"] or auto_step_size(P, V, hyper)
     summary["step_size"] = eps
     obs = network.Observer(hyper, activation, OBS_KEYS)
@@ -244,7 +262,8 @@ CSV_COLUMNS = (
     "exact_rhat_cG", "exact_nested_rhat_cG", "exact_ess_cG", "exact_branches_disagree",
     "exact_prior_cG", "exact_copy_cG", "exact_acceptance", "exact_n_stuck",
     "exact_n_opposite_family", "exact_abs_rho_opposite", "sgld_exact_cG", "sgld_exact_cG_sd",
-    "theory_in_window",
+    "theory_in_window", "exact_fe_cG", "exact_fe_cG_sd", "exact_fe_cG_mcse", "exact_fe_copy_weight",
+    "exact_fe_copy_weight_sd",
 )
 
 
@@ -285,6 +304,10 @@ def csv_row(p: dict) -> list:
         "adam_loss": get("adam_global", "loss"), "adam_test_loss": get("adam_global", "test_loss"),
         "wall_s": p.get("wall_s", ""),
         "theory_in_window": str(bool(get("theory_posterior", "in_window"))).lower(),
+        "exact_fe_cG": get("exact_free_energy", "cG", "mean"), "exact_fe_cG_sd": get("exact_free_energy", "cG", "sd"),
+        "exact_fe_cG_mcse": get("exact_free_energy", "cG", "mcse"),
+        "exact_fe_copy_weight": get("exact_free_energy", "copy_weight"),
+        "exact_fe_copy_weight_sd": get("exact_free_energy", "copy_weight_sd"),
     }
     return ["" if row[c] is None else row[c] for c in CSV_COLUMNS]
 
@@ -326,6 +349,10 @@ def point_line(p: dict) -> str:
                          f"{fam['opposite']['abs_rho']:.3f}]")
         if ex["n_stuck"]:
             line += f" [{ex['n_stuck']} chains did not move]"
+        fe = p.get("exact_free_energy")
+        if fe:
+            line += (f" | free energy (MBAR): {name}={fe['cG']['mean']:.3f}+-{fe['cG']['mcse']:.3f}, copy mass "
+                     f"{fe['copy_weight']:.3g}+-{fe['copy_weight_sd']:.2g}")
     for start, lab in (("prior", "SGLD relaxation from prior"), ("exact", "SGLD from exact draws"),
                        ("copy", "SGLD from copy")):
         if p.get(f"sgld_{start}"):

@@ -45,9 +45,31 @@ def copy_direction(L: int, dtype=jnp.float32) -> jax.Array:
 
 
 def copy_coordinate(G: jax.Array) -> jax.Array:
-    """``xi(G) = <G, S - U> / <S, S - U>``: the copy logit above the row mean, ``G: (..., L, L) -> (...)``."""
+    """``xi(G) = <G, S - U> / <S, S - U>``: the copy logit above the row mean, ``G: (..., L, L) -> (...)``.
+    For linear attention (A = G) this is c_G."""
     D = copy_direction(G.shape[-1], G.dtype)
     return jnp.sum(G * D, axis=(-2, -1))
+
+
+def mean_coordinate(G: jax.Array) -> jax.Array:
+    """``rho(G) = <G, U> = 1^T G 1 / L``, ``G: (..., L, L) -> (...)``. For linear attention this
+    is rho = c_1 + c_G, the mean-sector amplitude: the order parameter of the onset (pooling
+    first, docs/theory.md section 6) and, with c_G > 0, the label of the sign family
+    (g s > 0 where rho > 0). It is orthogonal to the copy coordinate (<U, S - U> = 0)."""
+    return jnp.sum(G, axis=(-2, -1)) / G.shape[-1]
+
+
+# the biased coordinate of an umbrella run: "copy" (xi, both activations) or "mean" (rho, linear)
+COORDINATES = {"copy": copy_coordinate, "mean": mean_coordinate}
+
+
+def check_coordinate(coordinate: str, activation: str) -> str:
+    if coordinate not in COORDINATES:
+        raise ValueError(f"coordinate must be one of {sorted(COORDINATES)}, got {coordinate!r}")
+    if coordinate == "mean" and activation != "linear":
+        raise ValueError("coordinate 'mean' needs activation 'linear' (softmax rows sum to 1: "
+                         "a_1 + a_G = 1 at every G)")
+    return coordinate
 
 
 # ------------------------------------------------------------------ umbrella kernel
@@ -66,11 +88,11 @@ class UmbrellaState(NamedTuple):
         return self.inner.position
 
 
-def biased_logdensity(G, stats, hyper, activation: str, center, kappa, t):
-    """``-S_P^{(t)}(G) - kappa/2 (xi(G) - center)^2`` (``-inf``, not NaN, where M is not
-    positive definite)."""
+def biased_logdensity(G, stats, hyper, activation: str, center, kappa, t, coordinate: str = "copy"):
+    """``-S_P^{(t)}(G) - kappa/2 (x(G) - center)^2`` with x the ``coordinate`` (``-inf``, not
+    NaN, where M is not positive definite)."""
     lp = marginal_logdensity(G, stats, hyper._replace(beta=hyper.beta * t), activation)
-    return lp - 0.5 * kappa * (copy_coordinate(G) - center) ** 2
+    return lp - 0.5 * kappa * (COORDINATES[coordinate](G) - center) ** 2
 
 
 class UmbrellaSampler(NamedTuple):
@@ -82,11 +104,12 @@ class UmbrellaSampler(NamedTuple):
     kappa: float
     n_adapt: int
     target: float = 0.57
+    coordinate: str = "copy"
 
     def build(self, data) -> SamplingAlgorithm:
         kernel = X.build_kernel(self.n_adapt, self.target)
         lp = lambda c, t: (lambda G: biased_logdensity(G, data["stats"], self.hyper, self.activation,
-                                                       c, self.kappa, t))
+                                                       c, self.kappa, t, self.coordinate))
 
         def init(position):
             G, c, t = position
@@ -100,13 +123,15 @@ class UmbrellaSampler(NamedTuple):
 
 
 class UmbrellaObserver(NamedTuple):
-    """Per draw: ``xi``, the reported order parameter ``op`` (softmax a_G, linear |c_G|), the
-    prior term ``||G||^2 / (2 sigma_g2)`` and the data action at every temper of ``t_grid``
+    """Per draw: ``xi``, the biased coordinate (``coordinate``), the reported order parameters
+    ``op`` (softmax a_G, linear |c_G|), ``abs_rho`` and ``family`` (``order.reported_order_parameters``),
+    the prior term ``||G||^2 / (2 sigma_g2)`` and the data action at every temper of ``t_grid``
     (one contraction, one V x V Cholesky per temper): what MBAR needs for any (window, t)."""
 
     hyper: object
     activation: str
     t_grid: tuple
+    coordinate: str = "copy"
 
     def __call__(self, G, data) -> dict:
         stats = data["stats"]
@@ -114,25 +139,37 @@ class UmbrellaObserver(NamedTuple):
         K, B = stats_contractions(A, stats)
         P = jnp.trace(stats[0, 0]).astype(A.dtype)
         L = A.shape[-1]
-        out = {"xi": copy_coordinate(G), "op": reported_order_parameters(A, self.activation)["cG"],
-               "prior": 0.5 * jnp.sum(G**2) / self.hyper.sigma_g2}
+        rep = reported_order_parameters(A, self.activation)
+        out = {"xi": COORDINATES[self.coordinate](G), "op": rep["cG"], "abs_rho": rep["abs_rho"],
+               "family": rep["family"], "prior": 0.5 * jnp.sum(G**2) / self.hyper.sigma_g2}
         for i, t in enumerate(self.t_grid):
             out[f"data{i}"] = action_from_KB(K, B, P, L, self.hyper._replace(beta=self.hyper.beta * t))
         return out
 
 
-def start_positions(key, centers, L: int, hyper, dtype=jnp.float64) -> jax.Array:
-    """``(n, L, L)``: a prior draw plus ``(center - xi(draw)) S`` per chain, so each chain starts
-    with xi at its window's centre."""
+def start_positions(key, centers, L: int, hyper, dtype=jnp.float64, coordinate: str = "copy",
+                    copy_start: float | None = None) -> jax.Array:
+    """``(n, L, L)``: a prior draw moved so that each chain starts with its coordinate at its
+    window's centre: ``+ (center - xi) S`` (``"copy"``), ``+ (center - rho) U`` (``"mean"``; with
+    ``copy_start``, also ``+ (copy_start - xi) (S - U)``, which leaves rho unchanged: it picks
+    the sign of c_G, a slow variable above the linear crossover that the bias on rho does not
+    move)."""
     centers = jnp.asarray(centers, dtype)
     G = jnp.sqrt(hyper.sigma_g2) * jax.random.normal(key, (centers.shape[0], L, L), dtype)
-    return G + (centers - copy_coordinate(G))[:, None, None] * shift_matrix(L, dtype)
+    if coordinate == "copy":
+        return G + (centers - copy_coordinate(G))[:, None, None] * shift_matrix(L, dtype)
+    check_coordinate(coordinate, "linear")
+    S, U = shift_matrix(L, dtype), uniform_matrix(L, dtype)
+    if copy_start is not None:
+        G = G + (copy_start - copy_coordinate(G))[:, None, None] * (S - U)
+    return G + (centers - mean_coordinate(G))[:, None, None] * U
 
 
 class UmbrellaRun(NamedTuple):
-    """Draws after the burn-in, ``(chain, draw)``: ``xi``, ``op``, ``prior`` and ``data``
-    ``(chain, draw, len(t_grid))``; per chain ``center`` and ``t``; ``kappa``; ``t_grid``;
-    ``acceptance`` per chain; ``P`` the number of sequences of the statistics."""
+    """Draws after the burn-in, ``(chain, draw)``: ``xi`` (the biased coordinate), ``op``,
+    ``abs_rho``, ``family``, ``prior`` and ``data`` ``(chain, draw, len(t_grid))``; per chain
+    ``center`` and ``t``; ``kappa``; ``t_grid``; ``acceptance`` per chain; ``P`` the number
+    of sequences of the statistics; ``coordinate``: which coordinate was biased."""
 
     xi: np.ndarray
     op: np.ndarray
@@ -144,19 +181,26 @@ class UmbrellaRun(NamedTuple):
     t_grid: np.ndarray
     acceptance: np.ndarray
     P: float
+    abs_rho: np.ndarray
+    family: np.ndarray
+    coordinate: str = "copy"
 
 
 def sample_umbrella(key, stats, hyper, activation: str, centers, *, kappa: float, num_steps: int,
                     burn_in: int | None = None, thin: int = 5, temps=(1.0,), t_grid=None,
                     chains_per_window: int = 1, initial_step_size=None, progress: bool = False,
-                    devices=None, chain_block: int | None = 16, desc: str = "umbrella") -> UmbrellaRun:
+                    devices=None, chain_block: int | None = 16, desc: str = "umbrella",
+                    coordinate: str = "copy", copy_start: float | None = None) -> UmbrellaRun:
     """Umbrella sampling of ``exp(-S_P(G))``, ``stats: (L, L, V, V)``: ``chains_per_window``
     chains per (centre, temper) pair of ``centers x temps``, one compiled run. ``t_grid``
     (default ``temps``): tempers at which each draw's data action is recorded, the states
     MBAR can evaluate; it must contain ``temps``. ``chain_block``: chains vmapped together
     (``run_chains``); 16 by default: at L = 64 on CPU (jax 0.10.2) a block of 32 or more
-    umbrella chains stalled XLA (all threads idle in a futex wait, no progress), 24 and 16 ran."""
+    umbrella chains stalled XLA (all threads idle in a futex wait, no progress), 24 and 16 ran.
+    ``coordinate``: ``"copy"`` (xi) or ``"mean"`` (rho, linear attention only); ``copy_start``:
+    with ``"mean"``, the copy coordinate every chain starts at (``start_positions``)."""
     check_activation(activation)
+    check_coordinate(coordinate, activation)
     num_steps = check_size("num_steps", num_steps, 2)
     burn_in = num_steps // 3 if burn_in is None else check_size("burn_in", burn_in, 1)
     if burn_in >= num_steps:
@@ -179,11 +223,12 @@ def sample_umbrella(key, stats, hyper, activation: str, centers, *, kappa: float
     t = np.repeat(tt.ravel(), cpw)
     dtype = jax.dtypes.canonicalize_dtype(jnp.float64)
     k0, k1 = jax.random.split(key)
-    G0 = start_positions(k0, c, L, hyper, dtype)
+    G0 = start_positions(k0, c, L, hyper, dtype, coordinate, copy_start)
     eps0 = X.default_initial_step(activation, hyper) if initial_step_size is None else initial_step_size
     data = {"stats": stats, "step_size": jnp.asarray(eps0, dtype)}
-    smp = run_chains(k1, UmbrellaSampler(hyper, activation, float(kappa), burn_in), (G0, jnp.asarray(c, dtype),
-                     jnp.asarray(t, dtype)), UmbrellaObserver(hyper, activation, tuple(float(x) for x in t_grid)),
+    smp = run_chains(k1, UmbrellaSampler(hyper, activation, float(kappa), burn_in, coordinate=coordinate),
+                     (G0, jnp.asarray(c, dtype), jnp.asarray(t, dtype)),
+                     UmbrellaObserver(hyper, activation, tuple(float(x) for x in t_grid), coordinate),
                      data=data, num_steps=num_steps, burn_in=burn_in, thin=thin, progress=progress,
                      devices=devices, desc=desc,
                      chain_block=None if chain_block is None else min(int(chain_block), c.size))
@@ -192,7 +237,8 @@ def sample_umbrella(key, stats, hyper, activation: str, centers, *, kappa: float
     P = float(np.trace(np.asarray(stats[0, 0], float)))
     return UmbrellaRun(np.asarray(d["xi"], float), np.asarray(d["op"], float), np.asarray(d["prior"], float),
                        data_t, c, t, float(kappa), np.asarray(t_grid, float),
-                       np.asarray(smp.info["acceptance_rate"]), P)
+                       np.asarray(smp.info["acceptance_rate"]), P, np.asarray(d["abs_rho"], float),
+                       np.asarray(d["family"], float), coordinate)
 
 
 # ------------------------------------------------------------------ recombination
@@ -204,9 +250,10 @@ class Profile(NamedTuple):
     ``edges``/``F``/``F_sd``: free energy (nats, min 0) of the density of the coordinate in
     each bin and its error (``nan`` for empty bins); ``weights``/``weights_sd``: mass below
     and above ``divide`` (pooling, copy); ``log_ratio``/``log_ratio_sd``: log(copy / pooling);
-    ``mean``/``mean_sd``: posterior mean of the reported order parameter ``op``; ``minima``:
-    indices of the local minima of F; ``barrier``: F at the highest bin between the two
-    lowest minima minus the higher of the two (nan with one minimum)."""
+    ``mean``/``mean_sd``: posterior mean of the chosen observable (default the reported order
+    parameter ``op``), ``var``/``var_sd`` its posterior variance (the susceptibility);
+    ``minima``: indices of the local minima of F; ``barrier``: F at the highest bin between
+    the two lowest minima minus the higher of the two (nan with one minimum)."""
 
     t: float
     P: float
@@ -221,12 +268,14 @@ class Profile(NamedTuple):
     mean_sd: float
     minima: tuple
     barrier: float
+    var: float = float("nan")
+    var_sd: float = float("nan")
 
 
 class Recombined(NamedTuple):
     """MBAR over all (window, temper) states of an ``UmbrellaRun``: ``result``; the kept
-    (subsampled) draws ``xi``, ``op``, ``prior``, ``data``; the sampled states' energies
-    ``u_kn``; ``n_kept``."""
+    (subsampled) draws ``xi``, ``op``, ``prior``, ``data``, ``abs_rho``, ``family``; the
+    sampled states' energies ``u_kn``; ``n_kept``."""
 
     result: mbar.MBARResult
     u_kn: np.ndarray
@@ -235,6 +284,8 @@ class Recombined(NamedTuple):
     prior: np.ndarray
     data: np.ndarray
     n_kept: int
+    abs_rho: np.ndarray
+    family: np.ndarray
 
 
 def recombine(run: UmbrellaRun) -> Recombined:
@@ -247,24 +298,36 @@ def recombine(run: UmbrellaRun) -> Recombined:
                                for i, k in enumerate(keep)])
     pick = lambda a: np.concatenate([a[i][k] for i, k in enumerate(keep)])
     xi, op, prior = pick(run.xi), pick(run.op), pick(run.prior)
+    abs_rho, family = pick(run.abs_rho), pick(run.family)
     data = np.concatenate([run.data[i][k] for i, k in enumerate(keep)])
     order = np.argsort(state_of, kind="stable")
     xi, op, prior, data, state_of = xi[order], op[order], prior[order], data[order], state_of[order]
+    abs_rho, family = abs_rho[order], family[order]
     N_k = np.bincount(state_of, minlength=len(states))
     if np.any(N_k == 0):
         raise ValueError("a window has no draws after subsampling; run more steps")
     col = {float(t): int(np.argmin(np.abs(run.t_grid - t))) for _, t in states}
     u_kn = np.stack([data[:, col[t]] + prior + 0.5 * run.kappa * (xi - c) ** 2 for c, t in states])
     res = mbar.solve(jnp.asarray(u_kn), jnp.asarray(N_k))
-    return Recombined(res, u_kn, xi, op, prior, data, int(xi.size))
+    return Recombined(res, u_kn, xi, op, prior, data, int(xi.size), abs_rho, family)
+
+
+def _observable(rec: Recombined, name: str) -> np.ndarray:
+    if name not in ("op", "xi", "abs_rho", "family"):
+        raise ValueError(f"coordinate must be 'op', 'xi', 'abs_rho' or 'family', got {name!r}")
+    return getattr(rec, name)
 
 
 def profile(rec: Recombined, run: UmbrellaRun, t_index: int, edges, divide: float,
-            coordinate: str = "op") -> Profile:
-    """MBAR free-energy profile, phase weights and posterior mean at the temper
-    ``run.t_grid[t_index]``; ``edges``: bin edges of ``coordinate`` (``"op"`` or ``"xi"``);
-    ``divide``: the coordinate value separating the pooling and copy phases."""
-    x = rec.op if coordinate == "op" else rec.xi
+            coordinate: str = "op", phase: str | None = None, mean_of: str = "op") -> Profile:
+    """MBAR free-energy profile, phase weights and posterior moments at the temper
+    ``run.t_grid[t_index]``; ``edges``: bin edges of ``coordinate`` (``"op"``, ``"xi"``,
+    ``"abs_rho"``); ``divide``: the value of ``phase`` (default: the same coordinate; linear
+    attention's sign families: ``"family"`` with divide 0) that separates the two phases;
+    ``mean_of``: the observable (> -1) whose posterior mean and variance are reported."""
+    x = _observable(rec, coordinate)
+    xp = x if phase is None else _observable(rec, phase)
+    m = _observable(rec, mean_of)
     edges = np.asarray(edges, float)
     u0 = rec.data[:, t_index] + rec.prior
     inf = np.inf
@@ -272,12 +335,16 @@ def profile(rec: Recombined, run: UmbrellaRun, t_index: int, edges, divide: floa
     nb = len(edges) - 1
     filled = [j for j in range(nb) if np.any(b == j)]  # empty bins have f = inf: left out
     u_bins = np.stack([np.where(b == j, u0, inf) for j in filled]).reshape(len(filled), -1)
-    u_phase = np.stack([np.where(x < divide, u0, inf), np.where(x >= divide, u0, inf)])
-    if not (np.any(x < divide) and np.any(x >= divide)):
-        raise ValueError(f"divide = {divide} leaves one phase without draws")
-    # the mean of op through the state u0 - log(1 + op) (op > -1: a_G and |c_G| are)
-    u_mean = (u0 - np.log1p(rec.op))[None, :]
-    f, theta = mbar.covariance(rec.result, rec.u_kn, np.concatenate([u0[None, :], u_bins, u_phase, u_mean]))
+    sides = [xp < divide, xp >= divide]
+    if not (np.any(sides[0]) or np.any(sides[1])):
+        raise ValueError("no draws to split into phases")
+    # a phase without draws has weight 0 (log ratio -+inf): its state is left out of MBAR
+    # (replaced by the whole, a placeholder, to keep the indices)
+    empty = [not np.any(side) for side in sides]
+    u_phase = np.stack([np.where(side, u0, inf) if not e else u0 for side, e in zip(sides, empty)])
+    # moments of m through the states u0 - k log(1 + m), k = 1, 2 (m > -1: a_G, |c_G|, |rho| are)
+    u_mom = np.stack([u0 - np.log1p(m), u0 - 2 * np.log1p(m)])
+    f, theta = mbar.covariance(rec.result, rec.u_kn, np.concatenate([u0[None, :], u_bins, u_phase, u_mom]))
     f, theta = np.asarray(f), np.asarray(theta)
     K = rec.u_kn.shape[0]
     nf = len(filled)
@@ -289,15 +356,57 @@ def profile(rec: Recombined, run: UmbrellaRun, t_index: int, edges, divide: floa
         Fb[j] = f[ib + n] - f[i0] + np.log(width[j])
         F_sd[j] = sd(ib + n)
     Fb = Fb - np.nanmin(Fb)
-    w = np.exp(-(f[ip:ip + 2] - f[i0]))
-    w_sd = np.array([w[j] * sd(ip + j) for j in range(2)])
-    lr = float(f[ip] - f[ip + 1])
-    lr_sd = float(mbar.difference_sd(theta, ip, ip + 1))
-    mean = float(np.exp(-(f[im] - f[i0])) - 1.0)
-    mean_sd = float((1.0 + mean) * sd(im))
+    w = np.array([0.0 if empty[j] else np.exp(-(f[ip + j] - f[i0])) for j in range(2)])
+    w_sd = np.array([0.0 if empty[j] else w[j] * sd(ip + j) for j in range(2)])
+    if any(empty):
+        lr, lr_sd = (np.inf if empty[0] else -np.inf), float("nan")
+    else:
+        lr = float(f[ip] - f[ip + 1])
+        lr_sd = float(mbar.difference_sd(theta, ip, ip + 1))
+    m1, m2 = np.exp(-(f[im:im + 2] - f[i0]))
+    mean = float(m1 - 1.0)
+    mean_sd = float(m1 * sd(im))
+    # Var m = E(1+m)^2 - (E(1+m))^2; its error by the delta method on (f_0, f_1, f_2)
+    var = float(m2 - m1**2)
+    g = np.array([m2 - 2 * m1**2, 2 * m1**2, -m2])
+    ix = [i0, im, im + 1]
+    var_sd = float(np.sqrt(max(g @ theta[np.ix_(ix, ix)] @ g, 0.0)))
     minima = local_minima(Fb)
     return Profile(float(run.t_grid[t_index]), float(run.t_grid[t_index] * run.P), edges, Fb, F_sd, w, w_sd,
-                   lr, lr_sd, mean, mean_sd, minima, barrier_height(Fb, minima))
+                   lr, lr_sd, mean, mean_sd, minima, barrier_height(Fb, minima), var, var_sd)
+
+
+class SoftmaxWindows(NamedTuple):
+    """The softmax windows and bins ``scripts/free_energy.py`` and ``phase_diagram.py
+    --free-energy`` use at length L: ``centers`` over the copy logit from -0.4 to log L + 1.5
+    (the pooling basin sits near xi = 0, the copy basin near log L), ``divide`` = a_G of the
+    pattern at xi = log(L) / 2 (between the basins: the barrier region carries no mass),
+    ``edges``: bins of a_G."""
+
+    centers: np.ndarray
+    divide: float
+    edges: np.ndarray
+
+
+def softmax_windows(L: int, spacing: float = 0.09) -> SoftmaxWindows:
+    centers = np.arange(-0.4, np.log(L) + 1.5 + 1e-9, spacing)
+    S = shift_matrix(L, jnp.float64 if jax.config.jax_enable_x64 else jnp.float32)
+    divide = float(reported_order_parameters(attention(0.5 * np.log(L) * S, "softmax"), "softmax")["cG"])
+    return SoftmaxWindows(centers, divide, np.linspace(-0.02, 0.8, 83))
+
+
+def softmax_phase_weights(key, stats, hyper, *, spacing: float = 0.09, kappa: float = 400.0,
+                          num_steps: int = 900, chains_per_window: int = 1, progress: bool = False,
+                          desc: str = "umbrella") -> tuple[Profile, Recombined, UmbrellaRun]:
+    """Softmax at the data ``stats: (L, L, V, V)``: umbrella windows ``softmax_windows``,
+    recombined by MBAR; the profile over a_G with the pooling / copy weights and the posterior
+    mean of a_G."""
+    L = stats.shape[0]
+    win = softmax_windows(L, spacing)
+    run = sample_umbrella(key, stats, hyper, "softmax", win.centers, kappa=kappa, num_steps=num_steps,
+                          chains_per_window=chains_per_window, progress=progress, desc=desc)
+    rec = recombine(run)
+    return profile(rec, run, 0, win.edges, win.divide, coordinate="op"), rec, run
 
 
 def local_minima(F: np.ndarray, depth: float = 1.0) -> tuple:

@@ -115,6 +115,11 @@ def _exact_points(ax, pts, key, color, name, act):
             m, sd = zip(*(val(p, fam) for p in two))
             ax.errorbar([p["P"] * 1.015 for p in two], m, sd, fmt="*", color=color, mfc=mfc, ms=10,
                         capsize=2, label=f"exact, {fam}-start branch (families disagree): {name}")
+    fe = [p for p in pts if p.get("exact_free_energy") and key in p["exact_free_energy"]]
+    if fe:
+        ax.errorbar([p["P"] * 1.015 for p in fe], [p["exact_free_energy"][key]["mean"] for p in fe],
+                    [p["exact_free_energy"][key]["sd"] for p in fe], fmt="P", color=color, ms=10, mec="k",
+                    mew=0.8, capsize=2, label=f"exact, both phases weighed (umbrella + MBAR): {name}")
     if key == "abs_rho" and act == "linear":
         opp = [(p["P"], p["exact"]["sign_families"]["opposite"]["abs_rho"]) for p in pts
                if p["exact"]["sign_families"]["split"]]
@@ -393,5 +398,65 @@ def free_energy(summary: dict, points: list, out: str):
     bx.set_ylabel("log(copy mass / pooling mass)")
     bx.set_title("Phase weights")
     bx.legend(fontsize=7)
+    fig.tight_layout()
+    return _save(fig, os.path.dirname(out) or ".", os.path.basename(out))
+
+
+def free_energy_linear(summary: dict, points: list, out: str):
+    """Linear attention: the exact posterior's free energy over |rho| (the onset's order
+    parameter), over rho given c_G > 0 (the two sign families: rho > 0 same sign, rho < 0
+    opposite) and over |c_G| at each P (umbrella sampling on rho + MBAR, error bands), and vs
+    P the susceptibility Var |rho| and the weight of the opposite-sign family (g s < 0), with
+    the theory's onset P_1 and crossover P_x. ``points``: per-P results of
+    ``scripts/free_energy.py --activation linear`` (one seed); ``out``: path without extension."""
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8.4))
+    axes = axes.ravel()
+    cmap = plt.get_cmap("viridis")
+    panels = ((axes[0], "F_abs_rho", "edges", "|rho| = |c_1 + c_G|", 40),
+              (axes[1], "F_rho", "edges_rho", "rho = c_1 + c_G, given c_G > 0", None),
+              (axes[3], "F", "edges", "|c_G|", 40))
+    for ax, key, ekey, label, top in panels:
+        for i, p in enumerate(points):
+            if key not in p:
+                continue
+            e = np.asarray(p[ekey], float)
+            x = 0.5 * (e[1:] + e[:-1])
+            F = np.array([np.nan if v is None else v for v in p[key]], float)
+            s = np.array([np.nan if v is None else v for v in p[key + "_sd"]], float)
+            c = cmap(i / max(1, len(points) - 1))
+            ax.plot(x, F, "-", color=c, label=f"P = {p['P']}")
+            ax.fill_between(x, F - s, F + s, color=c, alpha=0.25, lw=0)
+        ax.set_xlabel(label)
+        ax.set_ylabel("F_P - min  [nats]")
+        if top:
+            ax.set_ylim(-1, top)
+        ax.set_title(f"Exact posterior: free energy along {label.split(' =')[0].split(',')[0]}")
+        ax.legend(fontsize=7)
+    axes[1].axvline(0.0, color="gray", lw=0.8)
+    axes[1].text(0.02, 0.97, "opposite-sign family | same-sign family", transform=axes[1].transAxes,
+                 fontsize=7, va="top")
+    cx = axes[2]
+    P = np.array([p["P"] for p in points], float)
+    v = np.array([p["var_abs_rho"] for p in points], float)
+    vs = np.array([p["var_abs_rho_sd"] for p in points], float)
+    cx.errorbar(P, v, yerr=vs, fmt="o-", color="C0", label="Var |rho| (susceptibility)")
+    cx.set_xscale("log")
+    cx.set_yscale("log")
+    cx.set_xlabel("P (training sequences)")
+    cx.set_ylabel("Var |rho|", color="C0")
+    if summary.get("theory_P_onset"):
+        cx.axvline(summary["theory_P_onset"], color="C3", ls=":", label=f"theory onset P_1 = {summary['theory_P_onset']:.0f}")
+    if summary.get("theory_P_cross"):
+        cx.axvline(summary["theory_P_cross"], color="C2", ls=":", label=f"theory crossover P_x = {summary['theory_P_cross']:.0f}")
+    dx = cx.twinx()
+    w = np.array([p["family_weights"][0] for p in points], float)
+    ws = np.array([p["family_weights_sd"][0] for p in points], float)
+    dx.errorbar(P, w, yerr=ws, fmt="s--", color="C1", label="weight of family g s < 0")
+    dx.set_ylim(-0.02, 1.02)
+    dx.set_ylabel("weight of the opposite-sign family", color="C1")
+    h1, l1 = cx.get_legend_handles_labels()
+    h2, l2 = dx.get_legend_handles_labels()
+    cx.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper right")
+    cx.set_title("Onset and sign families")
     fig.tight_layout()
     return _save(fig, os.path.dirname(out) or ".", os.path.basename(out))

@@ -1,9 +1,17 @@
-"""Free energy of the exact posterior along the copy order parameter (umbrella sampling + MBAR):
-phase weights, the posterior mean, the equal-weight point P* and the barrier, softmax attention.
+"""Free energy of the exact posterior along an order parameter (umbrella sampling + MBAR):
+phase weights, posterior moments, the equal-weight point P* and the barrier (softmax), the
+onset's susceptibility and the sign families' weights (linear).
 
     python scripts/free_energy.py --L 64 --V 32                 # 5 P around the theory's P*
     python scripts/free_energy.py --L 16 --V 32 --seeds 0 1 2   # finite-data spread of P*
     python scripts/free_energy.py --L 64 --V 32 --P 4000 4400   # explicit P
+    python scripts/free_energy.py --L 64 --V 32 --activation linear --out runs/free_energy_linear
+
+softmax: windows on the copy logit xi, F over a_G, phases split at xi = log(L) / 2.
+linear: windows on rho = c_1 + c_G (the mean sector, the onset's order parameter), every chain
+started with c_G = +0.5 (c_G's sign is slow above the crossover; the posterior is even under
+G -> -G, so one sign loses nothing); F over |rho| and |c_G|, Var |rho| (the susceptibility),
+and the weights of the sign families g s < 0 / g s > 0 (docs/free_energy.md).
 
 Writes into --out: points/ (one JSON + npz per (seed, P), written atomically; a killed run
 resumes from them), summary.json (documented in docs/free_energy.md) and free_energy.png/pdf.
@@ -22,18 +30,22 @@ ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
 ap.add_argument("--L", type=positive_int("--L"), default=64)
 ap.add_argument("--V", type=positive_int("--V"), default=32)
-ap.add_argument("--activation", choices=["softmax"], default="softmax",
-                help="softmax only for now (linear: see docs/free_energy.md)")
+ap.add_argument("--activation", choices=["softmax", "linear"], default="softmax")
 ap.add_argument("--P", type=positive_int("--P"), nargs="+",
-                help="P values (default: the theory's posterior-form P* times 0.85 0.93 1 1.08 1.2)")
+                help="P values (default softmax: the theory's posterior-form P* times 0.85 0.93 1 1.08 1.2; "
+                     "linear: its onset P_1 times 0.6 0.8 1 1.1 1.2 1.35 1.5 2 3 5)")
 ap.add_argument("--seeds", type=int, nargs="+", default=[0], help="data seeds (one data set per seed and P)")
-ap.add_argument("--spacing", type=positive_float("--spacing"), default=0.09,
-                help="distance between window centres in the copy logit xi")
-ap.add_argument("--kappa", type=positive_float("--kappa"), default=400.0,
-                help="harmonic bias strength (nats per xi^2); must exceed the free energy's concavity")
+ap.add_argument("--spacing", type=positive_float("--spacing"),
+                help="distance between window centres (default 0.09 in xi for softmax, 0.07 in rho for linear)")
+ap.add_argument("--kappa", type=positive_float("--kappa"),
+                help="harmonic bias strength, nats per coordinate^2 (default 400 softmax, 1000 linear); "
+                     "must exceed the free energy's concavity")
 ap.add_argument("--chains-per-window", type=positive_int("--chains-per-window"), default=1)
 ap.add_argument("--steps", type=positive_int("--steps"), default=1200, help="MALA steps per chain (a third burn-in)")
 ap.add_argument("--out", default="runs/free_energy", help="output directory")
+ap.add_argument("--no-theory", action="store_true",
+                help="skip the theory's posterior-form transition point (about 1.5 min for softmax); "
+                     "needs --P; summary.json then holds null for it")
 ap.add_argument("--no-progress", action="store_true")
 a = ap.parse_args()
 if a.steps < 30:
@@ -52,26 +64,48 @@ from copyjax import free_energy as FE  # noqa: E402
 from copyjax.experiments import atomic_savez, atomic_write_bytes  # noqa: E402
 
 L, V, act = a.L, a.V, a.activation
+linear = act == "linear"
+spacing = a.spacing or (0.07 if linear else 0.09)
+kappa = a.kappa or (1000.0 if linear else 400.0)
 hyper = cj.default_hyper(act, L)
-tp = cj.transition_points(L, V, act, hyper, "posterior")
-theory_P = tp["P_star"]
+if a.no_theory and not a.P:
+    ap.error("--no-theory needs --P (the default P grid is built around the theory's transition)")
+tp = {} if a.no_theory else cj.transition_points(L, V, act, hyper, "posterior")
+theory_P = tp.get("P_onset" if linear else "P_star")
 if a.P:
     Ps = sorted(set(a.P))
 else:
     if theory_P is None:
         sys.exit(f"the theory has no first-order transition at L={L}, V={V}: give --P")
-    Ps = sorted({int(round(theory_P * f)) for f in (0.85, 0.93, 1.0, 1.08, 1.2)})
-# windows over the copy logit: the pooling basin sits near 0, the copy basin near log L
-centers = np.arange(-0.4, np.log(L) + 1.5 + 1e-9, a.spacing)
-xi_div = 0.5 * np.log(L)  # between the basins; the barrier region carries no mass
-op_div = float(cj.reported_order_parameters(cj.attention(xi_div * cj.shift_matrix(L, jnp.float64), act), act)["cG"])
-edges = np.linspace(-0.02, 0.8, 83)
+    grid = (0.6, 0.8, 1.0, 1.1, 1.2, 1.35, 1.5, 2.0, 3.0, 5.0) if linear else (0.85, 0.93, 1.0, 1.08, 1.2)
+    Ps = sorted({int(round(theory_P * f)) for f in grid})
+if linear:
+    # windows over rho = c_1 + c_G; chains start at c_G = +0.5 (the sign families sit at
+    # rho of either sign given c_G > 0)
+    coordinate, copy_start = "mean", 0.5
+    centers = np.arange(-0.92, 1.3 + 1e-9, spacing)  # 32 windows at the default spacing
+    edges = np.linspace(0.0, 1.3, 66)  # |rho| and |c_G|
+    edges_rho = np.linspace(-0.98, 1.32, 116)  # signed rho, given c_G > 0 (the chains' start)
+else:
+    coordinate, copy_start = "copy", None
+    centers, op_div, edges = FE.softmax_windows(L, spacing)
 os.makedirs(os.path.join(a.out, "points"), exist_ok=True)
-cfg = dict(L=L, V=V, activation=act, spacing=a.spacing, kappa=a.kappa, steps=a.steps,
+cfg = dict(L=L, V=V, activation=act, spacing=spacing, kappa=kappa, steps=a.steps,
            chains_per_window=a.chains_per_window, n_windows=int(centers.size))
-print(f"copyjax free energy, L={L}, V={V}, {act}: {centers.size} windows x {a.chains_per_window} chains, "
-      f"kappa={a.kappa}, {a.steps} steps; theory (posterior form) P* = {theory_P}; P = {Ps}; seeds {a.seeds}",
-      flush=True)
+if linear:  # (softmax's config stays as it was: its saved points are reused)
+    cfg["coordinate"] = coordinate
+name = "onset P_1" if linear else "P*"
+print(f"copyjax free energy, L={L}, V={V}, {act}: {centers.size} windows on {coordinate} x {a.chains_per_window} "
+      f"chains, kappa={kappa}, {a.steps} steps; theory (posterior form) {name} = {theory_P}; P = {Ps}; "
+      f"seeds {a.seeds}", flush=True)
+
+
+def _listed(x):
+    return [None if not np.isfinite(v) else float(v) for v in x]
+
+
+def _centres(pr):
+    return [float(0.5 * (pr.edges[i] + pr.edges[i + 1])) for i in pr.minima]
 
 
 def point(seed: int, P: int) -> dict:
@@ -83,20 +117,44 @@ def point(seed: int, P: int) -> dict:
     t0 = time.perf_counter()
     key = jax.random.fold_in(jax.random.key(seed), P)
     stats = cj.sampled_stats(jax.random.fold_in(key, 0), P, L, V).astype(jnp.float32)
-    run = FE.sample_umbrella(jax.random.fold_in(key, 1), stats, hyper, act, centers, kappa=a.kappa,
-                             num_steps=a.steps, chains_per_window=a.chains_per_window,
-                             progress=not a.no_progress, desc=f"seed {seed} P={P}")
-    rec = FE.recombine(run)
-    pr = FE.profile(rec, run, 0, edges, op_div, coordinate="op")
-    out = {"config": cfg, "seed": seed, "P": P, "wall_s": time.perf_counter() - t0,
-           "n_kept": rec.n_kept, "mbar_grad_norm": float(rec.result.grad_norm),
-           "acceptance_min": float(run.acceptance.min()), "divide_op": op_div,
-           "weights": pr.weights.tolist(), "weights_sd": pr.weights_sd.tolist(),
-           "log_ratio": pr.log_ratio, "log_ratio_sd": pr.log_ratio_sd,
-           "mean": pr.mean, "mean_sd": pr.mean_sd, "minima_op": [float(0.5 * (edges[i] + edges[i + 1])) for i in pr.minima],
-           "barrier": pr.barrier, "edges": edges.tolist(), "F": [None if not np.isfinite(v) else float(v) for v in pr.F],
-           "F_sd": [None if not np.isfinite(v) else float(v) for v in pr.F_sd]}
-    atomic_savez(base + ".npz", xi=run.xi, op=run.op, center=run.center, acceptance=run.acceptance)
+    if linear:
+        run = FE.sample_umbrella(jax.random.fold_in(key, 1), stats, hyper, act, centers, kappa=kappa,
+                                 num_steps=a.steps, chains_per_window=a.chains_per_window,
+                                 progress=not a.no_progress, desc=f"seed {seed} P={P}", coordinate=coordinate,
+                                 copy_start=copy_start)
+        rec = FE.recombine(run)
+    else:
+        pr, rec, run = FE.softmax_phase_weights(jax.random.fold_in(key, 1), stats, hyper, spacing=spacing,
+                                                kappa=kappa, num_steps=a.steps,
+                                                chains_per_window=a.chains_per_window,
+                                                progress=not a.no_progress, desc=f"seed {seed} P={P}")
+    out = {"config": cfg, "seed": seed, "P": P, "n_kept": rec.n_kept, "mbar_grad_norm": float(rec.result.grad_norm),
+           "acceptance_min": float(run.acceptance.min()), "edges": edges.tolist()}
+    if linear:
+        # phases = the sign families (g s < 0, g s > 0); F over |rho| (moments of |rho|) and over |c_G|
+        pr = FE.profile(rec, run, 0, edges, 0.0, coordinate="abs_rho", phase="family", mean_of="abs_rho")
+        pc = FE.profile(rec, run, 0, edges, 0.0, coordinate="op", phase="family", mean_of="op")
+        # rho with its sign: above the crossover c_G stays > 0, so rho > 0 is the same-sign
+        # family (g s > 0) and rho < 0 the opposite one; below it c_G's sign is noise
+        px = FE.profile(rec, run, 0, edges_rho, 0.0, coordinate="xi", phase="family", mean_of="abs_rho")
+        out.update({"family_weights": pr.weights.tolist(), "family_weights_sd": pr.weights_sd.tolist(),
+                    "log_ratio": pr.log_ratio, "log_ratio_sd": pr.log_ratio_sd,
+                    "mean_abs_rho": pr.mean, "mean_abs_rho_sd": pr.mean_sd,
+                    "var_abs_rho": pr.var, "var_abs_rho_sd": pr.var_sd,
+                    "mean": pc.mean, "mean_sd": pc.mean_sd, "var_cG": pc.var, "var_cG_sd": pc.var_sd,
+                    "minima_abs_rho": _centres(pr), "minima_op": _centres(pc), "barrier": pc.barrier,
+                    "F_abs_rho": _listed(pr.F), "F_abs_rho_sd": _listed(pr.F_sd),
+                    "edges_rho": edges_rho.tolist(), "F_rho": _listed(px.F), "F_rho_sd": _listed(px.F_sd),
+                    "minima_rho": _centres(px), "barrier_rho": px.barrier,
+                    "F": _listed(pc.F), "F_sd": _listed(pc.F_sd)})
+    else:
+        out.update({"divide_op": op_div, "weights": pr.weights.tolist(), "weights_sd": pr.weights_sd.tolist(),
+                    "log_ratio": pr.log_ratio, "log_ratio_sd": pr.log_ratio_sd, "mean": pr.mean,
+                    "mean_sd": pr.mean_sd, "var": pr.var, "var_sd": pr.var_sd, "minima_op": _centres(pr),
+                    "barrier": pr.barrier, "F": _listed(pr.F), "F_sd": _listed(pr.F_sd)})
+    out["wall_s"] = time.perf_counter() - t0
+    atomic_savez(base + ".npz", xi=run.xi, op=run.op, abs_rho=run.abs_rho, family=run.family, center=run.center,
+                 acceptance=run.acceptance)
     atomic_write_bytes(base + ".json", json.dumps(out, indent=1).encode())
     return out
 
@@ -107,11 +165,50 @@ for seed in a.seeds:
     for P in Ps:
         r = point(seed, P)
         results[(seed, P)] = r
-        w, ws = r["weights"], r["weights_sd"]
-        print(f"  seed {seed} P={P:6d}: copy weight {w[1]:.3g} +- {ws[1]:.2g}, log(copy/pool) "
-              f"{r['log_ratio']:+.2f} +- {r['log_ratio_sd']:.2f}, mean a_G {r['mean']:.4f} +- {r['mean_sd']:.4f}, "
-              f"minima at a_G {', '.join(f'{m:.3f}' for m in r['minima_op'])}, barrier {r['barrier']:.1f} nats "
-              f"({r['wall_s']:.0f} s)", flush=True)
+        if linear:
+            w, ws = r["family_weights"], r["family_weights_sd"]
+            print(f"  seed {seed} P={P:6d}: mean |rho| {r['mean_abs_rho']:.4f} +- {r['mean_abs_rho_sd']:.4f}, "
+                  f"Var |rho| {r['var_abs_rho']:.2e} +- {r['var_abs_rho_sd']:.1e}, mean |c_G| {r['mean']:.4f} +- "
+                  f"{r['mean_sd']:.4f}; minima at |c_G| {', '.join(f'{m:.3f}' for m in r['minima_op'])}, "
+                  f"|rho| {', '.join(f'{m:.3f}' for m in r['minima_abs_rho'])}, rho (c_G > 0) "
+                  f"{', '.join(f'{m:.3f}' for m in r['minima_rho'])}; family g s < 0: {w[0]:.3g} +- "
+                  f"{ws[0]:.2g}, log(same / opposite) {r['log_ratio']:.1f} +- {r['log_ratio_sd']:.1f} "
+                  f"({r['wall_s']:.0f} s)", flush=True)
+        else:
+            w, ws = r["weights"], r["weights_sd"]
+            print(f"  seed {seed} P={P:6d}: copy weight {w[1]:.3g} +- {ws[1]:.2g}, log(copy/pool) "
+                  f"{r['log_ratio']:+.2f} +- {r['log_ratio_sd']:.2f}, mean a_G {r['mean']:.4f} +- {r['mean_sd']:.4f}, "
+                  f"minima at a_G {', '.join(f'{m:.3f}' for m in r['minima_op'])}, barrier {r['barrier']:.1f} nats "
+                  f"({r['wall_s']:.0f} s)", flush=True)
+
+from copyjax import plotting  # noqa: E402
+
+if linear:
+    per_seed = {}
+    for seed in a.seeds:
+        rs = [results[(seed, P)] for P in Ps]
+        var = np.array([r["var_abs_rho"] for r in rs])
+        k = int(np.nanargmax(var))
+        per_seed[seed] = {"P_susceptibility_peak": Ps[k], "var_abs_rho_peak": float(var[k]),
+                          "n_minima_cG": [len(r["minima_op"]) for r in rs]}
+        th = "not computed" if theory_P is None else f"{theory_P:.0f}"
+        print(f"  seed {seed}: Var |rho| peaks at P = {Ps[k]} (grid point; theory onset P_1 = {th}); "
+              f"minima of F(|c_G|) per P: {per_seed[seed]['n_minima_cG']}", flush=True)
+    summary = {
+        "config": cfg, "theory_P_onset": theory_P, "theory_P_cross": tp.get("P_cross"), "P": Ps, "seeds": a.seeds,
+        "per_seed": {str(k): v for k, v in per_seed.items()},
+        "points": [{k: results[(s_, P)][k] for k in ("seed", "P", "family_weights", "family_weights_sd", "log_ratio",
+                                                        "log_ratio_sd", "mean_abs_rho", "mean_abs_rho_sd",
+                                                        "var_abs_rho", "var_abs_rho_sd", "mean", "mean_sd",
+                                                        "var_cG", "var_cG_sd", "minima_op", "minima_abs_rho",
+                                                        "minima_rho", "barrier_rho")}
+                   for s_ in a.seeds for P in Ps],
+        "wall_s": time.perf_counter() - t_all,
+    }
+    atomic_write_bytes(os.path.join(a.out, "summary.json"), json.dumps(summary, indent=1).encode())
+    plotting.free_energy_linear(summary, [results[(a.seeds[0], P)] for P in Ps], os.path.join(a.out, "free_energy"))
+    print(f"summary.json and free_energy.png in {a.out} ({summary['wall_s']:.0f} s)")
+    sys.exit(0)
 
 per_seed = {}
 for seed in a.seeds:
@@ -126,7 +223,8 @@ for seed in a.seeds:
         wgt = (np.log(Pst) - np.log(Ps[i])) / (np.log(Ps[i + 1]) - np.log(Ps[i]))
         bar = float((1 - wgt) * b0 + wgt * b1)
     per_seed[seed] = {"P_star": Pst, "P_star_err": Pst_err, "barrier_at_P_star": bar}
-    th = "none (no first-order transition)" if theory_P is None else f"{theory_P:.0f}"
+    th = ("not computed" if a.no_theory else "none (no first-order transition)") if theory_P is None \
+        else f"{theory_P:.0f}"
     print(f"  seed {seed}: P* = {Pst:.0f} +- {Pst_err:.0f} (theory, posterior form: {th}); "
           f"barrier at P* {bar:.1f} nats", flush=True)
 
@@ -145,8 +243,6 @@ summary = {
 }
 atomic_write_bytes(os.path.join(a.out, "summary.json"), json.dumps(summary, indent=1).encode())
 
-from copyjax.plotting import free_energy as plot_free_energy  # noqa: E402
-
-plot_free_energy(summary, [results[(a.seeds[0], P)] for P in Ps], os.path.join(a.out, "free_energy"))
+plotting.free_energy(summary, [results[(a.seeds[0], P)] for P in Ps], os.path.join(a.out, "free_energy"))
 print(f"P* = {summary['P_star']} +- {summary['P_star_err']}; summary.json and free_energy.png in {a.out} "
       f"({summary['wall_s']:.0f} s)")

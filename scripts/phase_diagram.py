@@ -53,9 +53,15 @@ def parser():
                          "prior, half from the copy pattern (0: none; at least 4 otherwise)")
     ap.add_argument("--exact-steps", type=positive_int("--exact-steps"),
                     help="MALA steps per exact chain (a third is burn-in with per-chain step adaptation; "
-                         "default: 1200 softmax, 2400 linear, whose copy direction mixes slower)")
+                         "default: 900 softmax, 1800 linear, whose copy direction mixes slower)")
     ap.add_argument("--exact-warmup", type=nonneg_int("--exact-warmup"),
                     help="Adam steps on -log p(G) before the MALA steps (default: 100 softmax, 0 linear)")
+    ap.add_argument("--free-energy", action="store_true",
+                    help="softmax points where the exact chains' start families disagree (inside the "
+                         "coexistence window): weigh the two phases by umbrella sampling + MBAR on the "
+                         "same data (copyjax.free_energy; about 3 min per such point at L = 64 on 2 cores)")
+    ap.add_argument("--free-energy-steps", type=positive_int("--free-energy-steps"), default=900,
+                    help="MALA steps per umbrella window with --free-energy")
     ap.add_argument("--sgld-starts", nargs="+", choices=SGLD_STARTS,
                     help="where SGLD chains start: prior draws (relaxation from the prior), exact "
                          "joint draws of (W, G) (needs exact chains), the copy pattern (hysteresis); "
@@ -96,7 +102,11 @@ def build_config(a, ap):
         ap.error("--sgld-starts exact needs exact-posterior chains (--exact-chains > 0)")
     if a.P_min and a.P_max and a.P_min >= a.P_max:
         ap.error(f"--P-min ({a.P_min}) must be smaller than --P-max ({a.P_max})")
-    return {
+    if a.free_energy and not exact_chains:
+        ap.error("--free-energy needs exact-posterior chains (--exact-chains > 0): they find the window")
+    if a.free_energy and a.free_energy_steps < 30:
+        ap.error(f"--free-energy-steps must be >= 30, got {a.free_energy_steps}")
+    cfg = {
         "L": a.L, "V": a.V, "activations": acts, "chains": pick(a.chains, "chains"),
         "steps": pick(a.steps, "steps"), "step_size": a.step_size, "batch": a.batch,
         "adam_seeds": pick(a.adam_seeds, "adam_seeds"), "adam_steps": pick(a.adam_steps, "adam_steps"),
@@ -108,6 +118,9 @@ def build_config(a, ap):
         "seed": a.seed, "test_P": 2000, "n_P": pick(a.n_P, "n_P"),
         "P_explicit": sorted(set(a.P)) if a.P else None, "P_min": a.P_min, "P_max": a.P_max,
     }
+    if a.free_energy:  # only when asked: configurations of earlier runs keep their hash
+        cfg["free_energy"] = {"steps": a.free_energy_steps}
+    return cfg
 
 
 def main(argv=None):

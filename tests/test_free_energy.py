@@ -87,3 +87,53 @@ def test_umbrella_mean_equals_plain_chains_where_they_mix():
     assert abs(pr.mean - s["mean"]) < 4 * se, (pr.mean, pr.mean_sd, s["mean"], s["mcse"])
     assert pr.weights.sum() == pytest.approx(1.0, abs=1e-9)
     assert len(pr.minima) == 1
+
+
+def test_mean_coordinate_and_its_starts():
+    L = 6
+    h = cj.default_hyper("linear", L)
+    U, S = cj.uniform_matrix(L, jnp.float64), cj.shift_matrix(L, jnp.float64)
+    G = jax.random.normal(jax.random.key(0), (L, L), jnp.float64)
+    c1, cG = cj.order_parameters(G)
+    assert float(FE.mean_coordinate(G)) == pytest.approx(float(c1 + cG), rel=1e-12)  # rho = c_1 + c_G
+    assert float(FE.copy_coordinate(G)) == pytest.approx(float(cG), rel=1e-12)  # xi = c_G for A = G
+    assert float(jnp.sum(U * (S - U))) == pytest.approx(0.0, abs=1e-12)  # the two coordinates are orthogonal
+    centers = jnp.array([-0.5, 0.0, 0.7])
+    starts = FE.start_positions(jax.random.key(1), centers, L, h, coordinate="mean", copy_start=0.4)
+    np.testing.assert_allclose(FE.mean_coordinate(starts), centers, atol=1e-12)
+    np.testing.assert_allclose(FE.copy_coordinate(starts), 0.4, atol=1e-12)
+    stats = cj.sampled_stats(jax.random.key(0), 20, L, 3).astype(jnp.float32)
+    with pytest.raises(ValueError, match="linear"):
+        FE.sample_umbrella(jax.random.key(1), stats, cj.default_hyper("softmax", L), "softmax", [0.0],
+                           kappa=10.0, num_steps=50, coordinate="mean")
+    with pytest.raises(ValueError, match="coordinate"):
+        FE.sample_umbrella(jax.random.key(1), stats, h, "linear", [0.0], kappa=10.0, num_steps=50,
+                           coordinate="rho")
+
+
+def test_linear_umbrella_on_rho_gives_the_plain_chains_moments():
+    """Linear attention, L = 6, V = 4, P = 150 (above the onset; plain chains mix): windows on
+    rho = c_1 + c_G recombined by MBAR give the posterior mean and variance of |rho| of 16
+    unbiased chains within 4 combined standard errors (the plain chains' variance error from
+    sd^2 sqrt(2 / ESS), a Gaussian approximation)."""
+    L, V, P = 6, 4, 150
+    act = "linear"
+    h = cj.default_hyper(act, L)
+    stats = cj.sampled_stats(jax.random.key(8), P, L, V).astype(jnp.float32)
+    run = FE.sample_umbrella(jax.random.key(9), stats, h, act, np.linspace(-1.5, 1.5, 11), kappa=8.0,
+                             num_steps=1500, chains_per_window=2, coordinate="mean")
+    rec = FE.recombine(run)
+    pr = FE.profile(rec, run, 0, np.linspace(0.0, 2.0, 21), 0.0, coordinate="abs_rho", phase="family",
+                    mean_of="abs_rho")
+    # at L = 6 the copy amplitude is too small to make g = c_1 + L c_G and s = L rho disagree
+    # in sign: the opposite family has no draws and weight 0
+    assert np.all(rec.family == 1) and pr.weights.tolist() == [0.0, 1.0] and pr.log_ratio == np.inf
+    plain = X.sample_exact_posterior(jax.random.key(10), stats, h, act, n_chains=16, num_steps=1500, thin=5)
+    s = X.summarize_exact(plain, ("cG", "abs_rho"))["abs_rho"]
+    assert s["rhat"] < 1.05
+    assert abs(pr.mean - s["mean"]) < 4 * np.hypot(pr.mean_sd, s["mcse"]), (pr.mean, pr.mean_sd, s)
+    var_plain = s["sd"] ** 2
+    var_se = var_plain * np.sqrt(2.0 / s["ess"])
+    assert pr.var_sd > 0
+    assert abs(pr.var - var_plain) < 4 * np.hypot(pr.var_sd, var_se), (pr.var, pr.var_sd, var_plain, var_se)
+    assert pr.weights.sum() == pytest.approx(1.0, abs=1e-9)

@@ -90,6 +90,8 @@ def test_mismatched_out_is_refused(first_run):
     (["--exact-chains", "2"], "--exact-chains"), (["--exact-chains", "-1"], "--exact-chains"),
     (["--exact-steps", "10"], "--exact-steps"), (["--exact-chains", "0", "--sgld-starts", "exact"], "--sgld-starts"),
     (["--op-chains", "-2"], "--op-chains"),
+    (["--exact-chains", "0", "--free-energy"], "--free-energy"),
+    (["--free-energy", "--free-energy-steps", "10"], "--free-energy-steps"),
 ])
 def test_bad_arguments_exit_2_with_message(args, word, tmp_path):
     r = run(args + ["--out", str(tmp_path)])
@@ -102,3 +104,32 @@ def test_unwritable_out(tmp_path):
     blocker.write_text("x")
     r = run(["--out", str(blocker / "sub")])
     assert r.returncode == 2 and "--out" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_free_energy_weighs_the_phases_where_the_start_families_disagree(monkeypatch):
+    """With cfg["free_energy"], a softmax point whose exact start families disagree gets the
+    umbrella + MBAR estimate on the same data, in the summary, the CSV row and the report line
+    (the disagreement is forced here: at L = 4 the families agree)."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from copyjax import exact_posterior, experiments as E
+
+    real = exact_posterior.summarize_exact
+    monkeypatch.setattr(exact_posterior, "summarize_exact", lambda *a, **k: real(*a, **k) | {"branches_disagree": True})
+    cfg = {"L": 4, "V": 3, "chains": 0, "steps": 20, "step_size": None, "batch": None, "adam_seeds": 0,
+           "adam_steps": 20, "op_chains": 0, "op_draws": 10, "exact_chains": 4, "exact_steps": 60,
+           "exact_warmup": 20, "sgld_starts": ["prior"], "adam_lr": 2e-2, "adam_rtol": 1e-3, "beta": 1.0,
+           "sigma_w2": 1.0, "sigma_g2": {"softmax": 1.0, "linear": 0.25}, "seed": 0, "test_P": 200,
+           "free_energy": {"steps": 90}}
+    s, arrays = E.run_point(cfg, "softmax", 40, 0)
+    fe = s["exact_free_energy"]
+    assert 0.0 <= fe["cG"]["mean"] <= 1.0 and fe["cG"]["mcse"] > 0 and fe["cG"]["sd"] > 0
+    assert 0.0 <= fe["copy_weight"] <= 1.0
+    assert arrays["fe_F"].shape == (arrays["fe_edges"].size - 1,)
+    row = dict(zip(E.CSV_COLUMNS, E.csv_row(s)))
+    assert row["exact_fe_cG"] == fe["cG"]["mean"] and row["exact_fe_copy_weight"] == fe["copy_weight"]
+    assert "free energy (MBAR)" in E.point_line(s)
+    # without the flag: no umbrella run
+    s2, _ = E.run_point({k: v for k, v in cfg.items() if k != "free_energy"}, "softmax", 40, 0)
+    assert "exact_free_energy" not in s2
