@@ -43,6 +43,7 @@ def test_end_to_end_writes_results_and_plots(first_run):
     assert set(p) >= {"theory_map", "theory_posterior", "sgld_prior", "sgld_exact", "adam_global",
                       "theory_posterior_sampled", "exact"}
     assert "sgld_copy" not in p  # not a default start
+    assert "exact_free_energy" not in p  # only with --free-energy
     assert p["exact"]["cG"]["n_chains"] == 4 and p["theory_posterior_sampled"]["cG"]["n_chains"] == 2
     assert p["exact"]["cG"]["prior"]["n_chains"] == 2 and p["exact"]["cG"]["copy"]["n_chains"] == 2
     assert len(p["exact"]["acceptance"]) == 4 and isinstance(p["exact"]["branches_disagree"], bool)
@@ -130,6 +131,3 @@ def test_free_energy_weighs_the_phases_where_the_start_families_disagree(monkeyp
     row = dict(zip(E.CSV_COLUMNS, E.csv_row(s)))
     assert row["exact_fe_cG"] == fe["cG"]["mean"] and row["exact_fe_copy_weight"] == fe["copy_weight"]
     assert "free energy (MBAR)" in E.point_line(s)
-    # without the flag: no umbrella run
-    s2, _ = E.run_point({k: v for k, v in cfg.items() if k != "free_energy"}, "softmax", 40, 0)
-    assert "exact_free_energy" not in s2
