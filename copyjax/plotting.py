@@ -460,3 +460,43 @@ def free_energy_linear(summary: dict, points: list, out: str):
     cx.set_title("Onset and sign families")
     fig.tight_layout()
     return _save(fig, os.path.dirname(out) or ".", os.path.basename(out))
+
+
+def free_energy_vs_L(summaries: list, out: str):
+    """Left: the barrier height at P* against L, one point per data seed (nan: one minimum,
+    no barrier, drawn at 0 with an open marker); right: the exact posterior's P* per seed
+    (with its MBAR error) and the theory's posterior-form P*, against L. ``summaries``: the
+    summary.json of softmax runs of ``scripts/free_energy.py``; ``out``: path without extension."""
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4))
+    labels = {"none": "one minimum (no barrier)", "bar": "exact posterior (per data seed)",
+              "P": "exact posterior, equal mass (per data seed)", "th": "theory (posterior form) P*"}
+    once = lambda k: labels.pop(k, None)
+    for s in summaries:
+        L = s["config"]["L"]
+        seeds = list(s["per_seed"].values())
+        for i, v in enumerate(seeds):
+            x = L * (1 + 0.03 * (i - (len(seeds) - 1) / 2))
+            b = v["barrier_at_P_star"]
+            if b is None or not np.isfinite(b):
+                ax.plot(x, 0.0, "o", mfc="none", color="C0", label=once("none"))
+            else:
+                ax.plot(x, b, "o", color="C0", label=once("bar"))
+            bx.errorbar(x, v["P_star"], v["P_star_err"], fmt="o", color="C0", capsize=2, label=once("P"))
+        if s.get("theory_P_star"):
+            bx.plot(L, s["theory_P_star"], "x", color="C3", ms=9, label=once("th"))
+    for z in (ax, bx):
+        z.set_xscale("log", base=2)
+        z.set_xticks([s["config"]["L"] for s in summaries])
+        z.set_xticklabels([str(s["config"]["L"]) for s in summaries])
+        z.set_xlabel("L (sequence length)")
+    ax.set_ylim(bottom=-3)
+    ax.set_ylabel("barrier at P*  [nats]")
+    ax.set_title(f"Free-energy barrier of the exact posterior (V = {summaries[0]['config']['V']})")
+    bx.set_ylabel("P* (training sequences)")
+    bx.set_yscale("log")
+    bx.set_title("Transition point")
+    for z in (ax, bx):
+        if z.get_legend_handles_labels()[0]:
+            z.legend(fontsize=7)
+    fig.tight_layout()
+    return _save(fig, os.path.dirname(out) or ".", os.path.basename(out))

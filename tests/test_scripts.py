@@ -56,3 +56,21 @@ def test_free_energy_script_end_to_end_and_resume(act, keys, tmp_path):
     r2 = run("free_energy.py", args)
     assert r2.returncode == 0, r2.stderr[-2000:]
     assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "points").iterdir()} == before
+
+
+def test_free_energy_vs_L_reads_summaries(tmp_path):
+    """scripts/free_energy_vs_L.py: the table (mean and sd over seeds) and the figure from
+    summary.json files; a missing folder is an argument error."""
+    import json
+
+    for L, th, ps in ((16, None, [(1460.0, 6.0, float("nan"))]), (32, 2461.0, [(2467.0, 5.0, 20.8), (2480.0, 7.0, 22.0)])):
+        d = tmp_path / f"fe{L}"
+        d.mkdir()
+        json.dump({"config": {"L": L, "V": 32, "activation": "softmax"}, "theory_P_star": th,
+                   "per_seed": {str(i): {"P_star": p, "P_star_err": e, "barrier_at_P_star": b}
+                                for i, (p, e, b) in enumerate(ps)}}, open(d / "summary.json", "w"))
+    r = run("free_energy_vs_L.py", [str(tmp_path / "fe32"), str(tmp_path / "fe16"), "--out", str(tmp_path / "fig")])
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "2474 sd 9" in r.stdout and (tmp_path / "fig.png").stat().st_size > 0
+    r = run("free_energy_vs_L.py", [str(tmp_path / "nothing"), "--out", str(tmp_path / "fig")])
+    assert r.returncode == 2 and "summary.json" in r.stderr
