@@ -425,11 +425,14 @@ def free_energy_linear(summary: dict, points: list, out: str):
             s = np.array([np.nan if v is None else v for v in p[key + "_sd"]], float)
             c = cmap(i / max(1, len(points) - 1))
             ax.plot(x, F, "-", color=c, label=f"P = {p['P']}")
-            ax.fill_between(x, F - s, F + s, color=c, alpha=0.25, lw=0)
+            ok = s < 10  # MBAR's error bands beyond 10 nats (states of weight ~e^-200) say nothing
+            ax.fill_between(x, np.where(ok, F - s, np.nan), np.where(ok, F + s, np.nan), color=c, alpha=0.25, lw=0)
         ax.set_xlabel(label)
         ax.set_ylabel("F_P - min  [nats]")
         if top:
             ax.set_ylim(-1, top)
+        else:
+            ax.set_ylim(-5, None)
         ax.set_title(f"Exact posterior: free energy along {label.split(' =')[0].split(',')[0]}")
         ax.legend(fontsize=7)
     axes[1].axvline(0.0, color="gray", lw=0.8)
