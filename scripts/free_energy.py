@@ -234,7 +234,8 @@ summary = {
     "P_star": float(np.nanmean(ps)) if np.isfinite(ps).any() else None,
     "P_star_err": (float(np.nanstd(ps, ddof=1) / np.sqrt(np.isfinite(ps).sum())) if np.isfinite(ps).sum() > 1
                    else per_seed[a.seeds[0]]["P_star_err"]),
-    "barrier_at_P_star": float(np.nanmean([v["barrier_at_P_star"] for v in per_seed.values()])),
+    "barrier_at_P_star": (float(np.nanmean(bars)) if np.isfinite(bars := np.array(
+        [v["barrier_at_P_star"] for v in per_seed.values()], float)).any() else None),
     "per_seed": {str(k): v for k, v in per_seed.items()},
     "points": [{k: results[(s, P)][k] for k in ("seed", "P", "weights", "weights_sd", "log_ratio",
                                                    "log_ratio_sd", "mean", "mean_sd", "minima_op", "barrier")}
