@@ -40,6 +40,8 @@ for s in rows:
     ps = np.array([v["P_star"] for v in s["per_seed"].values()], float)
     bs = np.array([v["barrier_at_P_star"] for v in s["per_seed"].values()], float)
     if ps.size > 1:
+        fb = bs[np.isfinite(bs)]
+        bar = f"{fb.mean():>14.1f} sd {fb.std(ddof=1):.1f}" if fb.size > 1 else f"{'none':>14}"
         print(f"{s['config']['L']:>4} {'all':>4} {np.nanmean(ps):>7.0f} sd {np.nanstd(ps, ddof=1):<3.0f}"
-              f"{'':>10} {np.nanmean(bs):>14.1f} sd {np.nanstd(bs, ddof=1):.1f}")
+              f"{'':>10} {bar}")
 print("figure:", ", ".join(free_energy_vs_L(rows, a.out)))
