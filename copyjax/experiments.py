@@ -191,7 +191,7 @@ def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = F
             "cG": {"mean": pr.mean, "mcse": pr.mean_sd, "sd": float(np.sqrt(max(pr.var, 0.0)))},
             "copy_weight": float(pr.weights[1]), "copy_weight_sd": float(pr.weights_sd[1]),
             "log_ratio": pr.log_ratio, "log_ratio_sd": pr.log_ratio_sd, "barrier": pr.barrier,
-            "minima_cG": [float(0.5 * (pr.edges[i] + pr.edges[i + 1])) for i in pr.minima],
+            "minima_cG": pr.minima_centres,
             "acceptance_min": float(urun.acceptance.min())}
         arrays["fe_edges"], arrays["fe_F"], arrays["fe_F_sd"] = pr.edges, pr.F, pr.F_sd
     clock["free_energy"] = time.perf_counter() - t1

@@ -271,6 +271,11 @@ class Profile(NamedTuple):
     var: float = float("nan")
     var_sd: float = float("nan")
 
+    @property
+    def minima_centres(self) -> list:
+        """The coordinate at the centre of each minimum's bin."""
+        return [float(0.5 * (self.edges[i] + self.edges[i + 1])) for i in self.minima]
+
 
 class Recombined(NamedTuple):
     """MBAR over all (window, temper) states of an ``UmbrellaRun``: ``result``; the kept

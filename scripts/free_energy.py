@@ -104,9 +104,6 @@ def _listed(x):
     return [None if not np.isfinite(v) else float(v) for v in x]
 
 
-def _centres(pr):
-    return [float(0.5 * (pr.edges[i] + pr.edges[i + 1])) for i in pr.minima]
-
 
 def point(seed: int, P: int) -> dict:
     base = os.path.join(a.out, "points", f"seed{seed}_P{P}")
@@ -142,15 +139,15 @@ def point(seed: int, P: int) -> dict:
                     "mean_abs_rho": pr.mean, "mean_abs_rho_sd": pr.mean_sd,
                     "var_abs_rho": pr.var, "var_abs_rho_sd": pr.var_sd,
                     "mean": pc.mean, "mean_sd": pc.mean_sd, "var_cG": pc.var, "var_cG_sd": pc.var_sd,
-                    "minima_abs_rho": _centres(pr), "minima_op": _centres(pc), "barrier": pc.barrier,
+                    "minima_abs_rho": pr.minima_centres, "minima_op": pc.minima_centres, "barrier": pc.barrier,
                     "F_abs_rho": _listed(pr.F), "F_abs_rho_sd": _listed(pr.F_sd),
                     "edges_rho": edges_rho.tolist(), "F_rho": _listed(px.F), "F_rho_sd": _listed(px.F_sd),
-                    "minima_rho": _centres(px), "barrier_rho": px.barrier,
+                    "minima_rho": px.minima_centres, "barrier_rho": px.barrier,
                     "F": _listed(pc.F), "F_sd": _listed(pc.F_sd)})
     else:
         out.update({"divide_op": op_div, "weights": pr.weights.tolist(), "weights_sd": pr.weights_sd.tolist(),
                     "log_ratio": pr.log_ratio, "log_ratio_sd": pr.log_ratio_sd, "mean": pr.mean,
-                    "mean_sd": pr.mean_sd, "var": pr.var, "var_sd": pr.var_sd, "minima_op": _centres(pr),
+                    "mean_sd": pr.mean_sd, "var": pr.var, "var_sd": pr.var_sd, "minima_op": pr.minima_centres,
                     "barrier": pr.barrier, "F": _listed(pr.F), "F_sd": _listed(pr.F_sd)})
     out["wall_s"] = time.perf_counter() - t0
     atomic_savez(base + ".npz", xi=run.xi, op=run.op, abs_rho=run.abs_rho, family=run.family, center=run.center,
