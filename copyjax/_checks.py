@@ -74,7 +74,8 @@ def check_tokens(tokens, V: int) -> tuple[int, int]:
     shape = np.shape(tokens)
     if len(shape) != 2 or shape[0] < 1 or shape[1] < 2:
         raise ValueError(f"tokens must have shape (P, L) with P >= 1, L >= 2, got {shape}")
-    dtype = np.dtype(getattr(tokens, "dtype", np.asarray(tokens).dtype))
+    # (not getattr with a default: the default, np.asarray, would be evaluated on tracers too)
+    dtype = np.dtype(tokens.dtype if hasattr(tokens, "dtype") else np.asarray(tokens).dtype)
     if dtype.kind not in "iu":
         raise ValueError(f"tokens must be integers in [0, V), got dtype {dtype}")
     if is_concrete(tokens):

@@ -83,7 +83,8 @@ def run_chains(key, algorithm, init_positions, observe: Callable, *, num_steps: 
     chain of a large run can be rerun alone.
 
     ``data``: if given, ``algorithm`` is a hashable spec with ``build(data) ->
-    SamplingAlgorithm`` and ``observe`` is called as ``observe(position, data)``. The data
+    SamplingAlgorithm`` (and optionally ``data_at_step(data, t)``: the data at step t, e.g. a
+    minibatch shared by all chains) and ``observe`` is called as ``observe(position, data)``. The data
     (statistics, step size, ...) then enter the compiled functions as arguments, so a sweep
     over P with fixed shapes compiles once.
     """
@@ -149,6 +150,13 @@ def _build(algorithm, data):
     return algorithm if data is None else algorithm.build(data)
 
 
+def _data_at_step(algorithm, data, t):
+    """``algorithm.data_at_step(data, t)`` for specs whose data change with the step."""
+    if data is None or not hasattr(algorithm, "data_at_step"):
+        return data
+    return algorithm.data_at_step(data, t)
+
+
 def _see(observe, position, data):
     return observe(position) if data is None else observe(position, data)
 
@@ -175,8 +183,9 @@ def _advance(states, keys, t0, data, *, algorithm, observe, mesh, chain_block, n
     """n steps of every chain. shard_map: each device runs the same per-device program on
     its own chains, so a chain's arithmetic does not depend on the device count."""
     def local(states, keys, t0, data):
-        alg = _build(algorithm, data)
-        step = lambda s, t: _blocked(alg, chain_block, s, keys, t)
+        # data that change with the step (a minibatch shared by all chains) are formed here,
+        # once per step and outside the chains' vmap
+        step = lambda s, t: _blocked(_build(algorithm, _data_at_step(algorithm, data, t)), chain_block, s, keys, t)
 
         def body(carry, t):
             s, acc = carry

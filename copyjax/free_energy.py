@@ -252,8 +252,9 @@ class Profile(NamedTuple):
     and above ``divide`` (pooling, copy); ``log_ratio``/``log_ratio_sd``: log(copy / pooling);
     ``mean``/``mean_sd``: posterior mean of the chosen observable (default the reported order
     parameter ``op``), ``var``/``var_sd`` its posterior variance (the susceptibility);
-    ``minima``: indices of the local minima of F; ``barrier``: F at the highest bin between
-    the two lowest minima minus the higher of the two (nan with one minimum)."""
+    ``minima``: indices of the local minima of F deeper than their noise (``local_minima``);
+    ``barrier``: F at the highest bin between the two lowest minima minus the higher of the
+    two (nan with one minimum)."""
 
     t: float
     P: float
@@ -376,7 +377,7 @@ def profile(rec: Recombined, run: UmbrellaRun, t_index: int, edges, divide: floa
     g = np.array([m2 - 2 * m1**2, 2 * m1**2, -m2])
     ix = [i0, im, im + 1]
     var_sd = float(np.sqrt(max(g @ theta[np.ix_(ix, ix)] @ g, 0.0)))
-    minima = local_minima(Fb)
+    minima = local_minima(Fb, F_sd=F_sd)
     return Profile(float(run.t_grid[t_index]), float(run.t_grid[t_index] * run.P), edges, Fb, F_sd, w, w_sd,
                    lr, lr_sd, mean, mean_sd, minima, barrier_height(Fb, minima), var, var_sd)
 
@@ -414,18 +415,22 @@ def softmax_phase_weights(key, stats, hyper, *, spacing: float = 0.09, kappa: fl
     return profile(rec, run, 0, win.edges, win.divide, coordinate="op"), rec, run
 
 
-def local_minima(F: np.ndarray, depth: float = 1.0) -> tuple:
+def local_minima(F: np.ndarray, depth: float = 1.0, F_sd: np.ndarray | None = None, z: float = 2.0) -> tuple:
     """Indices of the local minima of ``F`` (nan bins skipped) that are at least ``depth``
-    nats below the highest point between them and each neighbouring minimum."""
+    nats below the highest point between them and each neighbouring minimum; with ``F_sd``
+    (the bins' standard errors), at least ``depth + z * hypot(sd at the minimum, sd at the
+    top)``: a dip that the statistical noise of the profile could make is not a minimum."""
     ok = np.flatnonzero(np.isfinite(F))
     y = F[ok]
+    e = np.zeros_like(y) if F_sd is None else np.nan_to_num(np.asarray(F_sd, float)[ok])
     cand = [i for i in range(len(y)) if (i == 0 or y[i] <= y[i - 1]) and (i == len(y) - 1 or y[i] <= y[i + 1])]
     keep = []
     for i in cand:
         if keep:
             j = keep[-1]
-            top = y[j:i + 1].max()
-            if top - max(y[i], y[j]) < depth:
+            t = j + int(np.argmax(y[j:i + 1]))
+            hi = i if y[i] > y[j] else j  # the shallower of the two sets the separation
+            if y[t] - y[hi] < depth + z * np.hypot(e[hi], e[t]):
                 if y[i] < y[j]:
                     keep[-1] = i
                 continue

@@ -364,7 +364,8 @@ def theory_figures(res, out):
 
 def free_energy(summary: dict, points: list, out: str):
     """Left: the exact posterior's free energy F_P(a_G) (umbrella sampling + MBAR) at each P,
-    with its error band; right: log(copy mass / pooling mass) vs P with the measured
+    with its error band, and the theory's posterior-form profile at the same P (dashed, where
+    the points hold ``theory_F``); right: log(copy mass / pooling mass) vs P with the measured
     equal-weight point P* and the theory's posterior-form P*. ``points``: per-P results of
     ``scripts/free_energy.py`` (one seed); ``out``: the path without extension."""
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -377,14 +378,21 @@ def free_energy(summary: dict, points: list, out: str):
         c = cmap(i / max(1, len(points) - 1))
         ax.plot(x, F, "-", color=c, label=f"P = {p['P']} (copy mass {p['weights'][1]:.2g})")
         ax.fill_between(x, F - s, F + s, color=c, alpha=0.25, lw=0)
+        if p.get("theory_F") is not None:
+            ax.plot(x, np.array([np.nan if v is None else v for v in p["theory_F"]], float), "--", color=c, lw=1)
+    if any(p.get("theory_F") is not None for p in points):
+        ax.plot([], [], "k--", lw=1, label="theory, posterior form (same P)")
     ax.set_xlabel("a_G (copy order parameter)")
     ax.set_ylabel("F_P(a_G) - min  [nats]")
-    ax.set_title("Exact posterior: free energy along a_G")
+    ax.set_title("Exact posterior (solid) and theory (dashed): F along a_G")
     ax.legend(fontsize=7)
     P = np.array([p["P"] for p in points], float)
     r = np.array([p["log_ratio"] for p in points], float)
     rs = np.array([p["log_ratio_sd"] for p in points], float)
     bx.errorbar(P, r, yerr=rs, fmt="o-", color="C0", label="exact posterior (MBAR)")
+    if all(p.get("theory_log_ratio") is not None for p in points):
+        bx.plot(P, [p["theory_log_ratio"] for p in points], "s--", color="C3", ms=4, mfc="none",
+                label="theory (posterior form), same P")
     bx.axhline(0.0, color="k", lw=0.8)
     ps = summary.get("P_star")
     if ps is not None and np.isfinite(ps):

@@ -21,8 +21,9 @@ import jax.numpy as jnp
 from blackjax.base import SamplingAlgorithm
 
 from copyjax._checks import check_activation, check_size
-from copyjax.network import Params, logdensity_from_stats, sequence_loglik
+from copyjax.minibatch import batch_loglik, check_batch_size, check_layout, draw_batch, shared_batch
 from copyjax.model import log_prior
+from copyjax.network import Params, logdensity_from_stats
 
 
 class SGLDState(NamedTuple):
@@ -48,26 +49,28 @@ def _like(new, old):
     return jax.tree.map(lambda n, o: n.astype(o.dtype), new, old)
 
 
-def _grad_fn(stats, tokens, batch_size, hyper, activation):
-    """Gradient of the log posterior: exact (stats) or a minibatch estimate (tokens)."""
+def _estimator(stats, tokens, batch_size, hyper, activation):
+    """``(estimator(position, minibatch), draw(rng_key) -> minibatch)`` in blackjax's
+    ``grad_estimator`` convention: the exact gradient through ``stats`` (``tokens=None``; the
+    minibatch is unused) or the unbiased minibatch estimate ``grad [log prior + P/B sum_b
+    log p(y_b | x_b)]`` with the batch's log-likelihood in one matrix product
+    (``minibatch.batch_loglik``, no one-hot tensors)."""
     if tokens is None:
         g = jax.grad(lambda p: logdensity_from_stats(p, stats, hyper, activation))
-        return lambda key, p: g(p)
+        return (lambda p, _: g(p)), (lambda key: None)
     P = tokens.shape[0]
-    batch_size = check_size("batch_size", batch_size, 1)
-    if batch_size > P:
-        raise ValueError(f"batch_size must be in [1, P] = [1, {P}], got {batch_size}")
-    est = blackjax.sgmcmc.gradients.grad_estimator(
-        lambda p: log_prior(p.W, p.G, hyper),
-        lambda p, t: sequence_loglik(p, t, hyper, activation),
-        P,
-    )
+    batch_size = check_batch_size(batch_size, P)
 
-    def grad(key, p):
-        idx = jax.random.randint(key, (batch_size,), 0, P)
-        return est(p, tokens[idx])
+    def logdensity_estimate(p, batch):
+        return log_prior(p.W, p.G, hyper) + (P / batch_size) * batch_loglik(p, batch, hyper, activation)
 
-    return grad
+    return jax.grad(logdensity_estimate), (lambda key: tokens[draw_batch(key, P, batch_size)])
+
+
+def _grad_fn(stats, tokens, batch_size, hyper, activation):
+    """``grad(rng_key, position)``: the estimator at a freshly drawn minibatch."""
+    est, draw = _estimator(stats, tokens, batch_size, hyper, activation)
+    return lambda key, p: est(p, draw(key))
 
 
 def sgld(stats=None, hyper=None, activation: str = "softmax", step_size=1e-3, *,
@@ -78,13 +81,13 @@ def sgld(stats=None, hyper=None, activation: str = "softmax", step_size=1e-3, *,
     ``tokens: (P, L)`` and ``batch_size``. ``step_size``: a number or ``t -> eps_t``.
     """
     check_activation(activation)
-    grad = _grad_fn(stats, tokens, batch_size, hyper, activation)
-    return sgld_from_grad(grad, step_size, temperature)
+    est, draw = _estimator(stats, tokens, batch_size, hyper, activation)
+    return sgld_from_estimator(est, draw, step_size, temperature)
 
 
-def sgld_from_grad(grad, step_size, temperature: float = 1.0) -> SamplingAlgorithm:
-    """SGLD for any target: ``grad(rng_key, position)`` returns (an estimate of) the
-    gradient of the log density. blackjax's SGLD kernel does the update."""
+def sgld_from_estimator(estimator, draw, step_size, temperature: float = 1.0) -> SamplingAlgorithm:
+    """SGLD with blackjax's kernel and a real gradient estimator: each step draws a minibatch
+    ``draw(rng_key)`` and hands blackjax ``estimator(position, minibatch)`` with it."""
     schedule = _check_step_size(step_size)
     kernel = blackjax.sgld.build_kernel()
 
@@ -94,12 +97,16 @@ def sgld_from_grad(grad, step_size, temperature: float = 1.0) -> SamplingAlgorit
     def step(rng_key, state: SGLDState):
         kb, kn = jax.random.split(rng_key)
         eps = schedule(state.step)
-        g = grad(kb, state.position)
-        new = kernel(kn, state.position, lambda p, _: g, None, eps, temperature)
-        new = _like(new, state.position)
-        return SGLDState(new, state.step + 1), SGLDInfo(eps)
+        new = kernel(kn, state.position, estimator, draw(kb), eps, temperature)
+        return SGLDState(_like(new, state.position), state.step + 1), SGLDInfo(eps)
 
     return SamplingAlgorithm(init, step)
+
+
+def sgld_from_grad(grad, step_size, temperature: float = 1.0) -> SamplingAlgorithm:
+    """SGLD for any target: ``grad(rng_key, position)`` returns (an estimate of) the
+    gradient of the log density (the key is the estimator's "minibatch")."""
+    return sgld_from_estimator(lambda p, key: grad(key, p), lambda key: key, step_size, temperature)
 
 
 class PSGLDState(NamedTuple):
@@ -173,16 +180,31 @@ def mala_marginal(stats, hyper, activation: str, step_size: float) -> SamplingAl
 
 class NetworkSampler(NamedTuple):
     """Hashable description of a network sampler; ``build(data)`` makes the blackjax
-    ``SamplingAlgorithm`` from ``data = {"stats", "step_size"[, "tokens"]}``. Passing it with
-    ``data`` to ``chains.run_chains`` keeps the statistics out of the compiled code, so one
-    compilation serves a whole sweep over P."""
+    ``SamplingAlgorithm`` from ``data = {"stats", "step_size"[, "tokens"[, "batch_key"]]}``.
+    Passing it with ``data`` to ``chains.run_chains`` keeps the statistics out of the compiled
+    code, so one compilation serves a whole sweep over P.
+
+    Minibatches (``batch_size`` set, ``data["tokens"]`` given): ``layout="independent"``, each
+    chain draws its own every step; ``"shared"``, one per step for all chains, drawn from
+    ``data["batch_key"]`` and the step number (``minibatch.shared_batch``; ``run_chains``
+    calls ``data_at_step`` once per step, outside the chains' vmap)."""
 
     hyper: object
     activation: str
     kind: str = "sgld"  # "sgld", "psgld" or "mala"
     batch_size: int | None = None
+    layout: str = "independent"
+
+    def data_at_step(self, data, step):
+        """The data the chains see at ``step``: the shared minibatch's scaled counts in
+        place of the statistics (``layout="shared"``), else ``data`` itself."""
+        if self.batch_size is None or check_layout(self.layout) != "shared" or data.get("tokens") is None:
+            return data
+        return shared_batch(data, step, data["stats"].shape[-1], self.batch_size)
 
     def build(self, data) -> SamplingAlgorithm:
+        if self.batch_size is not None and check_layout(self.layout) == "shared":
+            data = {k: v for k, v in data.items() if k != "tokens"}  # the statistics are the batch's
         if self.kind == "mala":
             return blackjax.mala(
                 lambda p: logdensity_from_stats(p, data["stats"], self.hyper, self.activation),

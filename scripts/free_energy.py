@@ -19,12 +19,13 @@ resumes from them), summary.json (documented in docs/free_energy.md) and free_en
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
 import time
 
-from _cli import positive_float, positive_int
+from _cli import add_compile_cache_option, enable_compile_cache, positive_float, positive_int
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -44,9 +45,11 @@ ap.add_argument("--chains-per-window", type=positive_int("--chains-per-window"),
 ap.add_argument("--steps", type=positive_int("--steps"), default=1200, help="MALA steps per chain (a third burn-in)")
 ap.add_argument("--out", default="runs/free_energy", help="output directory")
 ap.add_argument("--no-theory", action="store_true",
-                help="skip the theory's posterior-form transition point (about 1.5 min for softmax); "
-                     "needs --P; summary.json then holds null for it")
+                help="skip the theory: its posterior-form transition point (about 1.5 min for softmax) and, "
+                     "softmax, its profile over a_G at each P (about 25 s per P at L = 64); needs --P; "
+                     "summary.json then holds null for them")
 ap.add_argument("--no-progress", action="store_true")
+add_compile_cache_option(ap)
 a = ap.parse_args()
 if a.steps < 30:
     ap.error("--steps must be >= 30 (a third is burn-in, the rest is thinned by 5)")
@@ -58,6 +61,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
+enable_compile_cache(a)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import copyjax as cj  # noqa: E402
 from copyjax import free_energy as FE  # noqa: E402
@@ -105,12 +109,42 @@ def _listed(x):
 
 
 
+@functools.lru_cache(maxsize=None)  # depends on P only, not on the data seed
+def theory_profile(P: int) -> dict:
+    """The theory's posterior-form F over the same a_G bins (softmax; ~25 s at L = 64)."""
+    from copyjax.op_posterior import softmax_aG_profile
+
+    th = softmax_aG_profile(P, L, V, edges, op_div, hyper)
+    return {"theory_F": _listed(th.F), "theory_log_ratio": th.log_ratio,
+            "theory_minima_op": [float(0.5 * (edges[i] + edges[i + 1])) for i in FE.local_minima(th.F)],
+            "theory_boundary_gap": th.boundary_gap}
+
+
+def _refresh_minima(r: dict) -> dict:
+    """Minima and barrier of a saved point recomputed from its saved profiles (they follow
+    ``FE.local_minima``'s current noise criterion without resampling)."""
+    sets = [("F", "edges", "minima_op", "barrier")]
+    if linear:
+        sets += [("F_abs_rho", "edges", "minima_abs_rho", None), ("F_rho", "edges_rho", "minima_rho", "barrier_rho")]
+    for f, e, mk, bk in sets:
+        F, e = np.array(r[f], float), np.asarray(r[e], float)
+        m = FE.local_minima(F, F_sd=np.array(r[f + "_sd"], float))
+        r[mk] = [float(0.5 * (e[i] + e[i + 1])) for i in m]
+        if bk:
+            r[bk] = FE.barrier_height(F, m)
+    return r
+
+
 def point(seed: int, P: int) -> dict:
     base = os.path.join(a.out, "points", f"seed{seed}_P{P}")
+    with_theory = not (linear or a.no_theory)
     if os.path.exists(base + ".json"):
         old = json.load(open(base + ".json"))
         if old.get("config") == cfg:
-            return old
+            if with_theory and "theory_F" not in old:  # a point saved before, or with --no-theory
+                old.update(theory_profile(P))
+                atomic_write_bytes(base + ".json", json.dumps(old, indent=1).encode())
+            return _refresh_minima(old)
     t0 = time.perf_counter()
     key = jax.random.fold_in(jax.random.key(seed), P)
     stats = cj.sampled_stats(jax.random.fold_in(key, 0), P, L, V).astype(jnp.float32)
@@ -149,6 +183,8 @@ def point(seed: int, P: int) -> dict:
                     "log_ratio": pr.log_ratio, "log_ratio_sd": pr.log_ratio_sd, "mean": pr.mean,
                     "mean_sd": pr.mean_sd, "var": pr.var, "var_sd": pr.var_sd, "minima_op": pr.minima_centres,
                     "barrier": pr.barrier, "F": _listed(pr.F), "F_sd": _listed(pr.F_sd)})
+        if with_theory:
+            out.update(theory_profile(P))
     out["wall_s"] = time.perf_counter() - t0
     atomic_savez(base + ".npz", xi=run.xi, op=run.op, abs_rho=run.abs_rho, family=run.family, center=run.center,
                  acceptance=run.acceptance)
@@ -173,10 +209,12 @@ for seed in a.seeds:
                   f"({r['wall_s']:.0f} s)", flush=True)
         else:
             w, ws = r["weights"], r["weights_sd"]
+            th = (f"; theory log(copy/pool) {r['theory_log_ratio']:+.2f}, minima at "
+                  f"{', '.join(f'{m:.3f}' for m in r['theory_minima_op'])}") if "theory_F" in r else ""
             print(f"  seed {seed} P={P:6d}: copy weight {w[1]:.3g} +- {ws[1]:.2g}, log(copy/pool) "
                   f"{r['log_ratio']:+.2f} +- {r['log_ratio_sd']:.2f}, mean a_G {r['mean']:.4f} +- {r['mean_sd']:.4f}, "
                   f"minima at a_G {', '.join(f'{m:.3f}' for m in r['minima_op'])}, barrier {r['barrier']:.1f} nats "
-                  f"({r['wall_s']:.0f} s)", flush=True)
+                  f"({r['wall_s']:.0f} s){th}", flush=True)
 
 from copyjax import plotting  # noqa: E402
 
@@ -226,16 +264,25 @@ for seed in a.seeds:
           f"barrier at P* {bar:.1f} nats", flush=True)
 
 ps = np.array([v["P_star"] for v in per_seed.values()])
+# the theory's equal-mass point from its own profiles (interpolated like the exact one)
+th_lr = [results[(a.seeds[0], P)].get("theory_log_ratio") for P in Ps]
+theory_profile_P = (FE.equal_weight_point(np.array(Ps), np.array(th_lr, float), np.zeros(len(Ps)))[0]
+                    if None not in th_lr else float("nan"))
+if np.isfinite(theory_profile_P):
+    print(f"  theory profiles (posterior form, quadrature over the macrostate): log(copy/pool) crosses 0 at "
+          f"P = {theory_profile_P:.0f}", flush=True)
 summary = {
-    "config": cfg, "theory_P_star": theory_P, "P": Ps, "seeds": a.seeds,
+    "config": cfg, "theory_P_star": theory_P,
+    "theory_profile_P_star": theory_profile_P if np.isfinite(theory_profile_P) else None, "P": Ps, "seeds": a.seeds,
     "P_star": float(np.nanmean(ps)) if np.isfinite(ps).any() else None,
     "P_star_err": (float(np.nanstd(ps, ddof=1) / np.sqrt(np.isfinite(ps).sum())) if np.isfinite(ps).sum() > 1
                    else per_seed[a.seeds[0]]["P_star_err"]),
     "barrier_at_P_star": (float(np.nanmean(bars)) if np.isfinite(bars := np.array(
         [v["barrier_at_P_star"] for v in per_seed.values()], float)).any() else None),
     "per_seed": {str(k): v for k, v in per_seed.items()},
-    "points": [{k: results[(s, P)][k] for k in ("seed", "P", "weights", "weights_sd", "log_ratio",
-                                                   "log_ratio_sd", "mean", "mean_sd", "minima_op", "barrier")}
+    "points": [{k: results[(s, P)].get(k) for k in ("seed", "P", "weights", "weights_sd", "log_ratio",
+                                                       "log_ratio_sd", "mean", "mean_sd", "minima_op", "barrier",
+                                                       "theory_log_ratio", "theory_minima_op")}
                for s in a.seeds for P in Ps],
     "wall_s": time.perf_counter() - t_all,
 }

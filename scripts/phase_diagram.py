@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-from _cli import nonneg_int, positive_float, positive_int
+from _cli import add_compile_cache_option, enable_compile_cache, nonneg_int, positive_float, positive_int
 
 PRESETS = {
     "default": dict(chains=8, steps=200, adam_seeds=4, adam_steps=300, n_P=6, op_chains=16, op_draws=50,
@@ -43,6 +43,7 @@ def parser():
     ap.add_argument("--steps", type=positive_int("--steps"), help="SGLD steps per chain (half are burn-in)")
     ap.add_argument("--step-size", type=positive_float("--step-size"),
                     help="SGLD step size (default: automatic, 0.05 / largest curvature in W)")
+    add_compile_cache_option(ap)
     ap.add_argument("--batch", type=nonneg_int("--batch"), default=0,
                     help="SGLD minibatch of sequences (0: exact full-batch gradient via statistics)")
     ap.add_argument("--op-chains", type=nonneg_int("--op-chains"),
@@ -140,6 +141,7 @@ def main(argv=None):
     import numpy as np
 
     jax.config.update("jax_enable_x64", True)  # theory in float64; chains stay float32
+    enable_compile_cache(a)
     import copyjax as cj
     from copyjax import experiments as E, plotting
 

@@ -109,7 +109,9 @@ def test_two_phases_are_reported_as_two_branches():
     summ = X.summarize_exact(run)
     c = summ["cG"]
     assert summ["branches_disagree"], c
-    assert c["copy"]["mean"] - c["prior"]["mean"] > 10 * c["gap_se"] and c["nested_rhat"] > 1.05
+    # one phase would give a family gap ~ N(0, gap_se); two phases put it 7-10 gap_se apart
+    # here (4 chains per family, the between-chain spread inside each phase sets gap_se)
+    assert c["copy"]["mean"] - c["prior"]["mean"] > 5 * c["gap_se"] and c["nested_rhat"] > 1.05
     assert c["prior"]["mean"] < 0.03 < c["copy"]["mean"]
 
 

@@ -42,6 +42,10 @@ def test_landscape_helpers():
     assert FE.barrier_height(F, m) == pytest.approx(9.0 - 1.0)
     assert FE.local_minima(np.array([3.0, 2.9, 3.0, 1.0, 2.0])) == (3,)  # 0.1-nat dip: not a minimum
     assert np.isnan(FE.barrier_height(F, (5,)))
+    # a 4-nat dip with 2.3-nat errors (the noisy shoulder of a barrier) is not a minimum
+    G = np.array([0.0, 8.0, 320.0, 312.0, 316.0, 200.0, 50.0])
+    assert FE.local_minima(G) == (0, 3, 6)
+    assert FE.local_minima(G, F_sd=np.full(7, 2.3)) == (0, 6)
     P = np.array([100.0, 200.0, 400.0])
     Ps, err = FE.equal_weight_point(P, np.array([-2.0, -1.0, 1.0]), np.array([0.1, 0.1, 0.1]))
     assert Ps == pytest.approx(np.exp(0.5 * (np.log(200) + np.log(400))))

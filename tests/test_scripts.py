@@ -74,3 +74,23 @@ def test_free_energy_vs_L_reads_summaries(tmp_path):
     assert "2474 sd 9" in r.stdout and (tmp_path / "fig.png").stat().st_size > 0
     r = run("free_energy_vs_L.py", [str(tmp_path / "nothing"), "--out", str(tmp_path / "fig")])
     assert r.returncode == 2 and "summary.json" in r.stderr
+
+
+def test_compile_cache_second_run_compiles_nothing_new(tmp_path):
+    """The scripts enable JAX's persistent compilation cache: a first run fills it, a second
+    run of the same shapes (into a fresh --out) adds no entry, i.e. loads every compiled
+    function instead of compiling, and gives the same numbers."""
+    import json
+
+    cache = tmp_path / "cache"
+    args = ["--L", "4", "--V", "3", "--P", "30", "--steps", "60", "--spacing", "0.3", "--no-theory",
+            "--no-progress", "--compile-cache", str(cache)]
+    r = run("free_energy.py", args + ["--out", str(tmp_path / "a")])
+    assert r.returncode == 0, r.stderr[-2000:]
+    first = {p.name for p in cache.iterdir()}
+    assert len(first) > 0
+    r = run("free_energy.py", args + ["--out", str(tmp_path / "b")])
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert {p.name for p in cache.iterdir()} == first
+    pts = [json.load(open(tmp_path / d / "summary.json"))["points"] for d in "ab"]
+    assert pts[0][0]["log_ratio"] == pts[1][0]["log_ratio"]

@@ -1,0 +1,151 @@
+"""Minibatch SGLD throughput and the exact-vs-minibatch cost model.
+
+    python benchmarks/minibatch.py [--chains 8 64] [--batch 256] [--steps 20] [--no-cost-model]
+
+Part 1 (L = 64, V = 32, P = 5095, softmax, float32, one run): chain-steps per second of SGLD
+at 8 and 64 chains for
+  * the one-hot minibatch gradient (the form before issue 12: blackjax's ``grad_estimator``
+    over ``network.sequence_loglik``, which builds (B, L, V) one-hot inputs),
+  * ``batch_loglik`` with independent minibatches per chain (``layout="independent"``),
+  * one minibatch per step shared by all chains (``layout="shared"``),
+  * the exact full-batch gradient through the statistics (no minibatch).
+Part 2, the cost model: seconds per chain-step of the vmapped gradient alone (64 chains)
+for the exact statistics path and for ``batch_loglik`` at each batch size, over a grid of
+(L, V); the batch size B* above which the exact gradient is the cheaper one.
+"""
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import blackjax
+import jax
+import jax.numpy as jnp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import copyjax as cj  # noqa: E402
+from copyjax import chains, minibatch, network, samplers  # noqa: E402
+from copyjax.model import log_prior  # noqa: E402
+from _timing import best_time  # noqa: E402
+
+
+def rate(alg, init, steps, data=None):
+    """(compile s, chain-steps per second) of ``steps`` SGLD steps of every chain."""
+    obs = (lambda p, d: {"x": p.G[0, 0]}) if data is not None else (lambda p: {"x": p.G[0, 0]})
+    kw = dict(num_steps=steps, thin=steps, data=data)
+    t0 = time.perf_counter()
+    jax.block_until_ready(chains.run_chains(jax.random.key(0), alg, init, obs, **kw).draws)
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    jax.block_until_ready(chains.run_chains(jax.random.key(1), alg, init, obs, **kw).draws)
+    dt = time.perf_counter() - t0
+    n = jax.tree.leaves(init)[0].shape[0]
+    return first - dt, n * steps / dt
+
+
+def one_hot_sgld(tokens, batch, hyper, act, step_size):
+    """The minibatch SGLD copyjax had before: blackjax's grad_estimator on the one-hot loss."""
+    P = tokens.shape[0]
+    est = blackjax.sgmcmc.gradients.grad_estimator(
+        lambda p: log_prior(p.W, p.G, hyper),
+        lambda p, t: network.sequence_loglik(p, t, hyper, act), P)
+    return samplers.sgld_from_estimator(
+        est, lambda k: tokens[minibatch.draw_batch(k, P, batch)], step_size)
+
+
+def throughput(a):
+    L, V, P, act, B = 64, 32, a.P, "softmax", a.batch
+    h = cj.default_hyper(act, L)
+    key = jax.random.key(0)
+    tokens = cj.streamed_tokens(key, P, L, V)
+    stats = cj.sufficient_stats(tokens, V).astype(jnp.float32)
+    eps = 1e-4
+    base = {"stats": stats, "step_size": jnp.float32(eps)}
+    inits = lambda n: jax.vmap(lambda k: network.init_params(k, L, V, h))(jax.random.split(key, n))
+    rows = [
+        ("one-hot minibatch (before)", lambda: (one_hot_sgld(tokens, B, h, act, eps), None)),
+        ("batch_loglik, independent minibatches",
+         lambda: (samplers.NetworkSampler(h, act, "sgld", B), base | {"tokens": tokens})),
+        ("one shared minibatch per step",
+         lambda: (samplers.NetworkSampler(h, act, "sgld", B, layout="shared"),
+                  base | {"tokens": tokens, "batch_key": jax.random.key(7)})),
+        ("exact full batch (statistics)", lambda: (samplers.NetworkSampler(h, act, "sgld"), base)),
+    ]
+    print(f"\n## SGLD throughput, L = {L}, V = {V}, P = {P}, softmax, minibatch {B}, "
+          f"{a.steps} steps (chain-steps/s; compile s)\n")
+    print("| gradient | " + " | ".join(f"{n} chains" for n in a.chains) + " | " +
+          f"{a.chains[-1]} / {a.chains[0]} chains |")
+    print("|---|" + "---:|" * (len(a.chains) + 1))
+    out = {}
+    for name, make in rows:
+        alg, data = make()
+        rs = []
+        for n in a.chains:
+            c, r = rate(alg, inits(n), a.steps, data)
+            rs.append((r, c))
+        out[name] = [r for r, _ in rs]
+        cells = " | ".join(f"{r:,.0f} ({c:.1f})" for r, c in rs)
+        print(f"| {name} | {cells} | {rs[-1][0] / rs[0][0]:.2f} |", flush=True)
+    return out
+
+
+def cost_model(a):
+    """Seconds per chain-step of the vmapped gradient alone, exact vs minibatch."""
+    n = 64
+    print(f"\n## Cost model: seconds per chain-step of the gradient ({n} chains vmapped, float32)\n")
+    print("| L | V | exact (ms) | " + " | ".join(f"B = {b} (ms)" for b in a.cost_batches) +
+          " | B* (exact cheaper above) |")
+    print("|---:|---:|---:|" + "---:|" * len(a.cost_batches) + "---:|")
+    for L in a.cost_L:
+        for V in a.cost_V:
+            h = cj.default_hyper("softmax", L)
+            key = jax.random.key(L * 1000 + V)
+            P = max(a.cost_batches) * 4
+            tokens = cj.streamed_tokens(key, P, L, V)
+            stats = cj.sufficient_stats(tokens, V).astype(jnp.float32)
+            init = jax.vmap(lambda k: network.init_params(k, L, V, h))(jax.random.split(key, n))
+            g_exact = jax.jit(jax.vmap(jax.grad(
+                lambda p, s: network.logdensity_from_stats(p, s, h, "softmax")), (0, None)))
+            _, t_exact = best_time(g_exact, init, stats, repeat=3)
+            ts = []
+            for b in a.cost_batches:
+                batches = jnp.stack([tokens[minibatch.draw_batch(k, P, b)]
+                                     for k in jax.random.split(key, n)])
+                g_mb = jax.jit(jax.vmap(jax.grad(
+                    lambda p, t: minibatch.batch_loglik(p, t, h, "softmax"))))
+                _, t = best_time(g_mb, init, batches, repeat=3)
+                ts.append(t)
+            # B*: linear interpolation of the minibatch cost in B to the exact cost
+            bstar = next((b0 + (t_exact - t0) * (b1 - b0) / (t1 - t0)
+                          for b0, b1, t0, t1 in zip(a.cost_batches, a.cost_batches[1:], ts, ts[1:])
+                          if t0 <= t_exact < t1), None)
+            if bstar is None:
+                bstar = f"< {a.cost_batches[0]}" if ts[0] > t_exact else f"> {a.cost_batches[-1]}"
+            else:
+                bstar = f"{bstar:.0f}"
+            cells = " | ".join(f"{1e3 * t / n:.3f}" for t in ts)
+            print(f"| {L} | {V} | {1e3 * t_exact / n:.3f} | {cells} | {bstar} |", flush=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--chains", type=int, nargs="+", default=[8, 64])
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--P", type=int, default=5095)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--no-throughput", action="store_true")
+    ap.add_argument("--no-cost-model", action="store_true")
+    ap.add_argument("--cost-L", type=int, nargs="+", default=[16, 32, 64])
+    ap.add_argument("--cost-V", type=int, nargs="+", default=[16, 32, 64])
+    ap.add_argument("--cost-batches", type=int, nargs="+", default=[8, 32, 128, 512])
+    a = ap.parse_args(argv)
+    dev = jax.devices()[0]
+    print(f"# device: {dev.platform} ({dev.device_kind}), {len(jax.devices())} device(s)")
+    if not a.no_throughput:
+        throughput(a)
+    if not a.no_cost_model:
+        cost_model(a)
+
+
+if __name__ == "__main__":
+    main()
