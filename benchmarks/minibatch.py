@@ -3,10 +3,12 @@
     python benchmarks/minibatch.py [--chains 8 64] [--batch 256] [--steps 20] [--no-cost-model]
 
 Part 1 (L = 64, V = 32, P = 5095, softmax, float32, one run): chain-steps per second of SGLD
-at 8 and 64 chains for
+at 8 and 64 chains (all vmapped in one block unless said) for
   * the one-hot minibatch gradient (the form before issue 12: blackjax's ``grad_estimator``
     over ``network.sequence_loglik``, which builds (B, L, V) one-hot inputs),
-  * ``batch_loglik`` with independent minibatches per chain (``layout="independent"``),
+  * ``batch_loglik`` with independent minibatches per chain (``layout="independent"``), all
+    chains vmapped in one block and in ``run_chains``' default for it, blocks of 8 chains
+    (``NetworkSampler.preferred_chain_block``: a block's working set stays in cache),
   * one minibatch per step shared by all chains (``layout="shared"``),
   * the exact full-batch gradient through the statistics (no minibatch).
 Part 2, the cost model: seconds per chain-step of the vmapped gradient alone (64 chains)
@@ -29,10 +31,10 @@ from copyjax.model import log_prior  # noqa: E402
 from _timing import best_time  # noqa: E402
 
 
-def rate(alg, init, steps, data=None):
+def rate(alg, init, steps, data=None, chain_block=None):
     """(compile s, chain-steps per second) of ``steps`` SGLD steps of every chain."""
     obs = (lambda p, d: {"x": p.G[0, 0]}) if data is not None else (lambda p: {"x": p.G[0, 0]})
-    kw = dict(num_steps=steps, thin=steps, data=data)
+    kw = dict(num_steps=steps, thin=steps, data=data, chain_block=chain_block)
     t0 = time.perf_counter()
     jax.block_until_ready(chains.run_chains(jax.random.key(0), alg, init, obs, **kw).draws)
     first = time.perf_counter() - t0
@@ -64,7 +66,9 @@ def throughput(a):
     inits = lambda n: jax.vmap(lambda k: network.init_params(k, L, V, h))(jax.random.split(key, n))
     rows = [
         ("one-hot minibatch (before)", lambda: (one_hot_sgld(tokens, B, h, act, eps), None)),
-        ("batch_loglik, independent minibatches",
+        ("batch_loglik, independent, all chains in one block",
+         lambda: (samplers.NetworkSampler(h, act, "sgld", B), base | {"tokens": tokens}, "all")),
+        ("batch_loglik, independent (default: blocks of 8 chains)",
          lambda: (samplers.NetworkSampler(h, act, "sgld", B), base | {"tokens": tokens})),
         ("one shared minibatch per step",
          lambda: (samplers.NetworkSampler(h, act, "sgld", B, layout="shared"),
@@ -78,14 +82,23 @@ def throughput(a):
     print("|---|" + "---:|" * (len(a.chains) + 1))
     out = {}
     for name, make in rows:
-        alg, data = make()
+        alg, data, *block = make()
         rs = []
         for n in a.chains:
-            c, r = rate(alg, inits(n), a.steps, data)
+            c, r = rate(alg, inits(n), a.steps, data, n if block else None)
             rs.append((r, c))
         out[name] = [r for r, _ in rs]
         cells = " | ".join(f"{r:,.0f} ({c:.1f})" for r, c in rs)
         print(f"| {name} | {cells} | {rs[-1][0] / rs[0][0]:.2f} |", flush=True)
+    # the independent layout's floor: per chain-step its gradient needs three products of the
+    # size of (L, L) @ (L, B V) (forward, and the two of the backward pass)
+    n = 8
+    x = jax.random.normal(key, (n, L, L), jnp.float32)
+    y = jax.random.normal(key, (n, L, B * V), jnp.float32)
+    _, t = best_time(jax.jit(jnp.matmul), x, y)
+    flops = 2 * L * L * B * V
+    print(f"\nplain batched matmul (L, L) @ (L, B V), {n} at once: {n * flops / t / 1e9:.1f} GFLOP/s; "
+          f"three of them per chain-step: floor {n / (3 * t):,.0f} chain-steps/s for independent minibatches")
     return out
 
 

@@ -49,8 +49,8 @@ class TorchCopyHead:
     ``(1/2L) sum_l ||y_l - f_l||^2`` (batch mean, so devinterp's ``nbeta = P beta``)."""
 
     def __init__(self, W, G):
-        self.W = torch.nn.Parameter(torch.as_tensor(np.asarray(W)).clone())
-        self.G = torch.nn.Parameter(torch.as_tensor(np.asarray(G)).clone())
+        self.W = torch.nn.Parameter(torch.tensor(np.array(W)))
+        self.G = torch.nn.Parameter(torch.tensor(np.array(G)))
 
     def loss(self, x, y):
         A = torch.softmax(self.G, dim=-1)
@@ -92,9 +92,13 @@ def one_hots(tokens, V, dtype):
     return x, torch.roll(x, 1, dims=1)
 
 
+def _observe(p, d):  # one function object: run_chains' compiled code is cached on it
+    return {"x": p.G[0, 0]}
+
+
 def copyjax_rate(alg, init, steps, data):
-    run = lambda k: chains.run_chains(jax.random.key(k), alg, init, lambda p, d: {"x": p.G[0, 0]},
-                                      num_steps=steps, thin=steps, data=data).draws
+    run = lambda k: chains.run_chains(jax.random.key(k), alg, init, _observe, num_steps=steps,
+                                      thin=steps, data=data).draws
     jax.block_until_ready(run(0))  # compile
     t0 = time.perf_counter()
     jax.block_until_ready(run(1))

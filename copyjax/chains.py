@@ -75,7 +75,8 @@ def run_chains(key, algorithm, init_positions, observe: Callable, *, num_steps: 
     ``(num_steps - burn_in) // thin`` draws per chain.
 
     ``chain_block``: chains are stepped ``chain_block`` at a time under ``vmap`` (a
-    ``lax.map`` runs over the blocks of a device). The default is one block per device.
+    ``lax.map`` runs over the blocks of a device). The default is one block per device, or
+    the spec's ``preferred_chain_block`` where it has one and it is smaller.
     XLA picks matmul blockings by batch size, so two runs agree bit for bit when they use
     the same ``chain_block``, whatever the device count.
 
@@ -95,6 +96,9 @@ def run_chains(key, algorithm, init_positions, observe: Callable, *, num_steps: 
     n_dev = mesh.size
     if chain_block is None:
         chain_block = -(-n_chains // n_dev)
+        preferred = getattr(algorithm, "preferred_chain_block", None) if data is not None else None
+        if preferred:
+            chain_block = min(chain_block, preferred)
     chain_block = check_size("chain_block", chain_block, 1)
     # pad to whole blocks on every device; padded chains are dropped at the end
     n_pad = -n_chains % (n_dev * chain_block)

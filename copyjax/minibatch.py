@@ -83,6 +83,18 @@ def shared_batch(data: dict, step, V: int, batch_size: int) -> dict:
     return data | {"stats": batch_stats(tokens[idx], V, P, data["stats"].dtype)}
 
 
+# Minibatch size above which the exact statistics gradient costs less per chain-step than a
+# minibatch gradient (``benchmarks/minibatch.py``, cost model, 2 CPU cores, float32, 64
+# chains): 8-18 sequences over L, V in {16, 32, 64}; the largest is used. Above it the exact
+# gradient is both cheaper and noiseless, so it is the scripts' default.
+EXACT_CHEAPER_ABOVE = 18
+
+
+def exact_is_cheaper(batch_size: int) -> bool:
+    """Whether the exact gradient costs less per step than a minibatch of ``batch_size``."""
+    return batch_size > EXACT_CHEAPER_ABOVE
+
+
 LAYOUTS = ("independent", "shared")
 
 
@@ -92,5 +104,5 @@ def check_layout(layout: str) -> str:
     return layout
 
 
-__all__ = ["LAYOUTS", "batch_loglik", "batch_stats", "check_batch_size", "check_layout", "draw_batch",
-           "shared_batch"]
+__all__ = ["EXACT_CHEAPER_ABOVE", "LAYOUTS", "batch_loglik", "batch_stats", "check_batch_size", "check_layout", "draw_batch",
+           "exact_is_cheaper", "shared_batch"]

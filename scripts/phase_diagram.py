@@ -45,7 +45,8 @@ def parser():
                     help="SGLD step size (default: automatic, 0.05 / largest curvature in W)")
     add_compile_cache_option(ap)
     ap.add_argument("--batch", type=nonneg_int("--batch"), default=0,
-                    help="SGLD minibatch of sequences (0: exact full-batch gradient via statistics)")
+                    help="SGLD minibatch of sequences (0: exact full-batch gradient via statistics, which "
+                         "costs less per step than any minibatch above 18 sequences: docs/benchmarks.md)")
     ap.add_argument("--op-chains", type=nonneg_int("--op-chains"),
                     help="NUTS chains on the theory's posterior in order-parameter space (0: none)")
     ap.add_argument("--op-draws", type=positive_int("--op-draws"), help="draws per NUTS chain")
@@ -161,6 +162,13 @@ def main(argv=None):
                 os.unlink(os.path.join(out, "points", fn))
     E.atomic_write_bytes(cfg_file, json.dumps(cfg, indent=1).encode())
 
+    if cfg["batch"]:
+        from copyjax.minibatch import EXACT_CHEAPER_ABOVE, exact_is_cheaper
+
+        if exact_is_cheaper(cfg["batch"]):
+            print(f"note: the exact gradient (--batch 0, the default) costs less per SGLD step than a "
+                  f"minibatch of {cfg['batch']} sequences (above {EXACT_CHEAPER_ABOVE}: cost model in "
+                  f"docs/benchmarks.md); running minibatch SGLD as asked", flush=True)
     t_start = time.perf_counter()
     transitions = {}
     for act in cfg["activations"]:
