@@ -10,6 +10,7 @@ import math
 import numbers
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 ACTIVATIONS = ("linear", "softmax")
@@ -86,3 +87,17 @@ def check_tokens(tokens, V: int) -> tuple[int, int]:
                 f"tokens must lie in [0, V) = [0, {V}), found values in [{lo}, {hi}]"
             )
     return shape[0], shape[1]
+
+
+def check_step_size(step_size):
+    """A sampler's step size as a schedule ``t -> eps_t``: a callable (an optax schedule, say)
+    is returned as it is; a number must be finite and > 0 (checked when concrete: a traced
+    step size, e.g. one passed as data to a compiled sweep, is taken as it is)."""
+    if callable(step_size):
+        return step_size
+    if is_concrete(step_size):
+        v = float(step_size)
+        if not (np.isfinite(v) and v > 0):
+            raise ValueError(f"step_size must be a finite number > 0 (or a schedule), got {step_size!r}")
+        return lambda t: jnp.asarray(v)
+    return lambda t: step_size

@@ -8,6 +8,7 @@ and lets callers checkpoint between blocks.
 """
 from __future__ import annotations
 
+import inspect
 import math
 from functools import partial
 from typing import Callable, NamedTuple
@@ -110,7 +111,7 @@ def run_chains(key, algorithm, init_positions, observe: Callable, *, num_steps: 
         raise ValueError(f"chain_ids must have shape ({n_chains},), got {ids.shape}")
     keys = jax.device_put(pad(jax.vmap(lambda i: jax.random.fold_in(key, i))(ids)), shard)
     static = dict(algorithm=algorithm, observe=observe, mesh=mesh, chain_block=chain_block)
-    states = _init(positions, data, algorithm=algorithm)
+    states = _init(positions, keys, data, algorithm=algorithm)
     advance = lambda states, keys, t0, n: _advance(states, keys, t0, data, n=n, **static)
     obs = lambda states: _observe(states, data, **static)
 
@@ -165,9 +166,21 @@ def _see(observe, position, data):
     return observe(position) if data is None else observe(position, data)
 
 
+_INIT_FOLD = 2**31 - 1  # the init key of a chain: fold_in(chain key, this); steps use 0, 1, ...
+
+
+def _init_one(alg, position, key):
+    """``alg.init(position, rng_key)`` where the init takes a key (blackjax's convention for
+    inits that draw, e.g. pSGLD's first gradient on a minibatch), else ``alg.init(position)``."""
+    if "rng_key" in inspect.signature(alg.init).parameters:
+        return alg.init(position, jax.random.fold_in(key, _INIT_FOLD))
+    return alg.init(position)
+
+
 @partial(jax.jit, static_argnames=("algorithm",))
-def _init(positions, data, *, algorithm):
-    return jax.vmap(_build(algorithm, data).init)(positions)
+def _init(positions, keys, data, *, algorithm):
+    alg = _build(algorithm, data)
+    return jax.vmap(lambda p, k: _init_one(alg, p, k))(positions, keys)
 
 
 def _blocked(alg, chain_block, s, keys, t):

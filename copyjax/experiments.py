@@ -203,7 +203,10 @@ def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = F
     if cfg["batch"]:
         # the same sequences the statistics count (same chunking and keys)
         data["tokens"] = streamed_tokens(k_data, P, L, V)
-        alg = samplers.NetworkSampler(hyper, activation, "sgld", min(cfg["batch"], P))
+        layout = cfg.get("batch_layout", "independent")
+        if layout == "shared":  # one minibatch per step for all chains, from this key
+            data["batch_key"] = jax.random.fold_in(k_chain, 1000)
+        alg = samplers.NetworkSampler(hyper, activation, "sgld", min(cfg["batch"], P), layout=layout)
     else:
         alg = samplers.NetworkSampler(hyper, activation, "sgld")
     sgld_starts = [s for s in cfg.get("sgld_starts", ("prior", "exact")) if s != "exact" or run is not None]

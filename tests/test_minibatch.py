@@ -39,7 +39,7 @@ def test_estimator_equals_blackjax_grad_estimator_on_the_same_minibatch(act):
     # blackjax's estimator vmaps the per-sequence log-likelihood and scales the batch mean by
     # P; ours takes the batch in one matrix product. Same minibatch, same gradient (float32).
     h, toks, p = _setup(act)
-    est, draw = S._estimator(None, toks, B, h, act)
+    est, draw = S.network_grad_estimator(None, h, act, toks, B)
     ref = blackjax.sgmcmc.gradients.grad_estimator(
         lambda q: log_prior(q.W, q.G, h), lambda q, t: N.sequence_loglik(q, t, h, act), P)
     batch = draw(jax.random.key(7))
@@ -54,7 +54,7 @@ def test_minibatch_gradient_is_unbiased_for_the_exact_gradient():
     # with probability ~ 89 * 6e-7.
     act, n = "softmax", 3000
     h, toks, p = _setup(act)
-    est, draw = S._estimator(None, toks, B, h, act)
+    est, draw = S.network_grad_estimator(None, h, act, toks, B)
     gs = jax.vmap(lambda k: est(p, draw(k)))(jax.random.split(jax.random.key(3), n))
     stats = cj.sufficient_stats(toks, V).astype(jnp.float32)
     exact = jax.grad(lambda q: N.logdensity_from_stats(q, stats, h, act))(p)
