@@ -74,7 +74,7 @@ for eps in [2e-2, 1e-2, 5e-3, 2.5e-3]:
         steps = int(4.0 / eps)
         s = C.run_chains(jax.random.key(6), alg, start, obs, num_steps=steps, burn_in=steps // 4,
                          thin=max(1, steps // 200))
-        keep = ~s.divergent
+        keep = ~s.nonfinite
         am, asd, ase = chain_level(s.draws["cG"][keep])
         print(f"| {'full' if batch is None else 'minibatch'} | {eps} | {batch or P} | {am:.4f} | "
               f"{np.hypot(ase, rse):.4f} | {am - rm:+.4f} | {asd:.4f} | {asd - rsd:+.4f} |", flush=True)

@@ -116,7 +116,7 @@ for L in a.L:
                 alg = S.NetworkSampler(h, act, "sgld", batch and min(batch, P))
                 s, wall = timed_chains(k_run, alg, start, obs, data=data, num_steps=a.steps,
                                        burn_in=a.steps // 2, thin=max(1, a.steps // 100))
-                sm = C.summarize(s.draws["cG"], s.divergent)
+                sm = C.summarize(s.draws["cG"], s.nonfinite)
                 se = float(np.hypot(sm["mcse"], ref["mcse"]))
                 rows.append({"L": L, "activation": act, "P": P, "where": where, "eps": eps,
                              "eps_factor": factor, "batch": batch or P, "exact_mean": ref["mean"],
@@ -125,7 +125,7 @@ for L in a.L:
                              "sgld_mean": sm["mean"], "sgld_sd": sm["sd"], "sgld_mcse": sm["mcse"],
                              "drift": sm["mean"] - ref["mean"], "drift_in_se": (sm["mean"] - ref["mean"]) / se,
                              "sd_ratio": sm["sd"] / ref["sd"] if ref["sd"] > 0 else float("nan"),
-                             "n_divergent": sm["n_divergent"], "wall_s": wall})
+                             "n_nonfinite": sm["n_excluded"], "wall_s": wall})
                 r = rows[-1]
                 print(f"L={L} {act} P={P} ({where}) eps={eps:.2e} batch={r['batch']}: SGLD {r['sgld_mean']:.4f} "
                       f"vs exact {r['exact_mean']:.4f} (drift {r['drift']:+.4f} = {r['drift_in_se']:+.1f} se), "
@@ -145,7 +145,7 @@ for L in a.L:
                 s, wall = timed_chains(k_run, alg, init, obs if d is not None else
                                        (lambda p: N.observables(p, stats, h, act)),
                                        data=d, num_steps=a.relax_steps, thin=thin)
-                traj = s.draws["cG"][~s.divergent].mean(0)
+                traj = s.draws["cG"][~s.nonfinite].mean(0)
                 i = first_within(traj, ref["mean"], tol)
                 res[name] = {"steps": None if i is None else (i + 1) * thin,
                              "seconds": None if i is None else wall * (i + 1) / len(traj),

@@ -6,7 +6,7 @@ Linear attention, L = 64, V = 32, at a P in the copy phase of the posterior form
 from the prior. Plain SGLD uses the automatic step (0.05 / the largest curvature in W);
 pSGLD (RMSprop preconditioner, frozen after the first fifth of the run) uses the step given.
 Prints |c_G| (mean over chains) at checkpoints against the theory's posterior
-value (NUTS in order-parameter space), and the number of divergent chains.
+value (NUTS in order-parameter space), and the number of non-finite chains.
 """
 import argparse
 
@@ -37,8 +37,8 @@ for name, alg in (("SGLD", S.sgld(stats, h, act, eps)),
                   ("pSGLD", S.psgld(stats, h, act, a.psgld_step, adapt_steps=a.steps // 5))):
     s = C.run_chains(jax.random.key(3), alg, init, obs, num_steps=a.steps, thin=a.steps // 10,
                      progress=True, desc=name)
-    cG = s.draws["cG"][~s.divergent].mean(0)
+    cG = s.draws["cG"][~s.nonfinite].mean(0)
     step = eps if name == "SGLD" else a.psgld_step
     print(f"{name} (step {step:.2e}): c_G at steps "
           + ", ".join(f"{(i + 1) * (a.steps // 10)}: {v:.3f}" for i, v in enumerate(cG))
-          + f"; divergent chains {int(s.divergent.sum())}/{a.chains}", flush=True)
+          + f"; non-finite chains {int(s.nonfinite.sum())}/{a.chains}", flush=True)

@@ -31,16 +31,26 @@ class Samples(NamedTuple):
     """Output of ``run_chains``.
 
     ``draws``: dict name -> ``(chain, draw)`` arrays of the observed scalars;
-    ``final``: the final sampler states (chain axis first); ``divergent``: ``(chain,)`` bool,
-    True for chains whose state turned non-finite (left out of every summary);
+    ``final``: the final sampler states (chain axis first); ``nonfinite``: ``(chain,)`` bool,
+    True for chains whose state or draws turned non-finite (left out of every summary; not
+    NUTS's divergent transitions, which ``op_posterior.OPSamples.divergent`` counts);
     ``info``: dict of per-chain means of numeric kernel infos (e.g. acceptance rate) over the
     steps after the burn-in.
     """
 
     draws: dict
     final: object
-    divergent: np.ndarray
+    nonfinite: np.ndarray
     info: dict
+
+    @property
+    def divergent(self) -> np.ndarray:
+        """Deprecated name of ``nonfinite``."""
+        import warnings
+
+        warnings.warn("Samples.divergent is renamed Samples.nonfinite (non-finite chains, not NUTS "
+                      "divergences)", DeprecationWarning, stacklevel=2)
+        return self.nonfinite
 
 
 def chain_mesh(devices=None) -> Mesh:
@@ -240,17 +250,18 @@ def _numeric(info) -> dict:
             if hasattr(v, "dtype") and (jnp.issubdtype(v.dtype, jnp.floating) or v.dtype == jnp.bool_)}
 
 
-def summarize(draws: np.ndarray, divergent: np.ndarray | None = None) -> dict:
+def summarize(draws: np.ndarray, exclude: np.ndarray | None = None) -> dict:
     """Mean, sd, Monte Carlo standard error, R-hat and ESS of ``draws: (chain, draw)``
-    over the non-divergent chains. ``rhat``: ``blackjax.rhat`` (blackjax >= 1.7:
+    over the chains not in ``exclude: (chain,)`` bool (e.g. ``Samples.nonfinite``);
+    ``n_excluded`` counts those left out. ``rhat``: ``blackjax.rhat`` (blackjax >= 1.7:
     rank-normalised split R-hat); ``split_rhat``: numpyro's split Gelman-Rubin; ``ess``:
     numpyro's ``effective_sample_size``; ``mcse = sd / sqrt(ess)``."""
     import numpyro.diagnostics as nd
 
     x = np.asarray(draws, dtype=float)
-    keep = np.ones(x.shape[0], bool) if divergent is None else ~np.asarray(divergent)
+    keep = np.ones(x.shape[0], bool) if exclude is None else ~np.asarray(exclude)
     x = x[keep]
-    out = {"n_chains": int(x.shape[0]), "n_divergent": int((~keep).sum())}
+    out = {"n_chains": int(x.shape[0]), "n_excluded": int((~keep).sum())}
     if x.shape[0] == 0:
         return out | {k: float("nan") for k in ("mean", "sd", "mcse", "rhat", "split_rhat", "ess")}
     out["mean"] = float(x.mean())

@@ -350,7 +350,7 @@ def summarize_exact(run: ExactRun, keys=("c1", "cG", "abs_rho", "loss"), z: floa
     same-sign chains enter the summaries (``n_used``), the opposite family is reported there.
     """
     smp = run.samples
-    keep = ~np.asarray(smp.divergent) & ~run.stuck
+    keep = ~np.asarray(smp.nonfinite) & ~run.stuck
     start = run.start
     fams = sign_families(smp.draws, keep)
     if fams["split"]:
@@ -359,7 +359,7 @@ def summarize_exact(run: ExactRun, keys=("c1", "cG", "abs_rho", "loss"), z: floa
         # the posterior is the same-sign family's; its chains alone enter the summaries
         keep = keep & (np.asarray(smp.draws["family"])[:, -1] == 1.0)
     out = {"n_chains": int(len(start)), "n_stuck": int(run.stuck.sum()),
-           "n_nonfinite": int(np.asarray(smp.divergent).sum()),
+           "n_nonfinite": int(np.asarray(smp.nonfinite).sum()),
            "acceptance": [float(a) for a in run.acceptance],
            "step_size": [float(e) for e in run.step_size],
            "acceptance_mean": float(np.mean(run.acceptance[keep])) if keep.any() else float("nan")}

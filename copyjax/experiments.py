@@ -106,7 +106,7 @@ def exact_joint_starts(key, run, n: int, stats, hyper, activation: str):
     """``n`` exact joint draws of (W, G) as SGLD starts: G from the final states of the
     exact-posterior chains that moved (cycled), W from its Gaussian conditional given G
     (``network.sample_w_posterior``). Float32, like the SGLD chains."""
-    ok = np.flatnonzero(~run.stuck & ~np.asarray(run.samples.divergent))
+    ok = np.flatnonzero(~run.stuck & ~np.asarray(run.samples.nonfinite))
     ok = ok if ok.size else np.arange(len(run.stuck))
     G = jnp.asarray(np.asarray(run.samples.final.position)[ok[np.arange(n) % ok.size]])
     A = attention(G.astype(stats.dtype), activation)
@@ -222,12 +222,12 @@ def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = F
                               desc=f"{activation} P={P} sgld/{start}")
         for k in OBS_KEYS:
             arrays[f"sgld_{start}_{k}"] = s.draws[k]
-        arrays[f"sgld_{start}_divergent"] = s.divergent
+        arrays[f"sgld_{start}_divergent"] = s.nonfinite  # (saved name kept)
         arrays[f"sgld_{start}_test_loss"] = _test_loss(s.final.position, stats_test, hyper, activation)
         summary[f"sgld_{start}"] = {
-            k: chains.summarize(s.draws[k], s.divergent) for k in ("c1", "cG", "abs_rho", "loss", "coverage")
-        } | {"test_loss": float(np.mean(arrays[f"sgld_{start}_test_loss"][~s.divergent]))
-             if (~s.divergent).any() else None}
+            k: chains.summarize(s.draws[k], s.nonfinite) for k in ("c1", "cG", "abs_rho", "loss", "coverage")
+        } | {"test_loss": float(np.mean(arrays[f"sgld_{start}_test_loss"][~s.nonfinite]))
+             if (~s.nonfinite).any() else None}
     clock["sgld"] = time.perf_counter() - t1
     t1 = time.perf_counter()
     for start in ("prior", "copy") if cfg["adam_seeds"] else ():
@@ -301,7 +301,7 @@ def csv_row(p: dict) -> list:
         "sgld_copy_cG": get("sgld_copy", "cG", "mean"), "sgld_copy_cG_sd": get("sgld_copy", "cG", "sd"),
         "sgld_exact_cG": get("sgld_exact", "cG", "mean"), "sgld_exact_cG_sd": get("sgld_exact", "cG", "sd"),
         "sgld_rhat_cG": get("sgld_prior", "cG", "rhat"), "sgld_ess_cG": get("sgld_prior", "cG", "ess"),
-        "sgld_divergent": get("sgld_prior", "cG", "n_divergent"), "sgld_loss": get("sgld_prior", "loss", "mean"),
+        "sgld_divergent": get("sgld_prior", "cG", "n_excluded"), "sgld_loss": get("sgld_prior", "loss", "mean"),
         "coverage": get("sgld_prior", "coverage", "mean"),
         "adam_cG": get("adam_global", "cG"), "adam_n_global": get("adam_global", "n"),
         "adam_loss": get("adam_global", "loss"), "adam_test_loss": get("adam_global", "test_loss"),

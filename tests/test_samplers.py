@@ -101,7 +101,7 @@ def test_sgld_on_network_matches_exact_marginal():
                       lambda G: {"cG": cj.order_parameters(cj.attention(G, act))[1]},
                       num_steps=3000, burn_in=1000, thin=20)
     a, b = C.summarize(s1.draws["cG"]), C.summarize(s2.draws["cG"])
-    assert a["n_divergent"] == 0 and b["rhat"] < 1.05
+    assert a["n_excluded"] == 0 and b["rhat"] < 1.05
     tol = 4 * np.hypot(a["mcse"], b["mcse"]) + 0.01
     assert abs(a["mean"] - b["mean"]) < tol, (a, b)
     assert abs(a["sd"] - b["sd"]) < 0.1 * b["sd"] + 0.01
@@ -112,9 +112,11 @@ def test_nonfinite_chain_is_flagged_and_excluded():
     init = jnp.array([[0.0, 0.0], [6.0, 0.0]])
     s = C.run_chains(jax.random.key(0), S.sgld_from_grad(grad, 0.01), init,
                      lambda x: {"x": x[1]}, num_steps=20, thin=1)
-    assert s.divergent.tolist() == [False, True]
-    summ = C.summarize(s.draws["x"], s.divergent)
-    assert summ["n_divergent"] == 1 and np.isfinite(summ["mean"])
+    assert s.nonfinite.tolist() == [False, True]
+    summ = C.summarize(s.draws["x"], s.nonfinite)
+    assert summ["n_excluded"] == 1 and np.isfinite(summ["mean"])
+    with pytest.warns(DeprecationWarning, match="nonfinite"):  # the old name still works
+        assert s.divergent.tolist() == [False, True]
 
 
 @pytest.mark.parametrize(
@@ -168,7 +170,7 @@ def test_psgld_samples_a_badly_scaled_gaussian():
     # fine, so use a step that suits the wide one: 0.01 / 0.0025 = 4 > 2 diverges)
     bad = C.run_chains(jax.random.key(1), S.sgld_from_grad(grad, 0.01), init,
                        lambda st: {"a": st[0]}, num_steps=50, thin=1)
-    assert bad.divergent.all() or np.abs(bad.draws["a"]).max() > 1e3
+    assert bad.nonfinite.all() or np.abs(bad.draws["a"]).max() > 1e3
 
 
 def test_w_posterior_draws_have_the_exact_conditional_mean_and_covariance():
