@@ -29,6 +29,20 @@ PRESETS = {
 SGLD_STARTS = ("prior", "exact", "copy")
 
 
+def write_netcdf(arr: dict, base: str, attrs: dict) -> None:
+    """The point's chains as ArviZ netCDF files, one per sampler family present:
+    ``{base}_exact.nc``, ``{base}_sgld_{start}.nc``, ``{base}_op.nc`` (``copyjax.io``)."""
+    import numpy as np
+
+    from copyjax import experiments as E, io
+
+    for family in ["exact", "op"] + [f"sgld_{s}" for s in E.SGLD_STARTS]:
+        draws = {k: arr[f"{family}_{k}"] for k in E.OBS_KEYS
+                 if f"{family}_{k}" in arr and np.ndim(arr[f"{family}_{k}"]) == 2}
+        if draws:
+            io.write_netcdf(io.to_inference_data(draws, attrs=attrs | {"sampler": family}), f"{base}_{family}.nc")
+
+
 def parser():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -44,6 +58,9 @@ def parser():
     ap.add_argument("--step-size", type=positive_float("--step-size"),
                     help="SGLD step size (default: automatic, 0.05 / largest curvature in W)")
     add_compile_cache_option(ap)
+    ap.add_argument("--netcdf", action="store_true",
+                    help="also write each point's chains as ArviZ netCDF (points/<activation>_<i>_<sampler>.nc; "
+                         "needs pip install 'copyjax[arviz]')")
     ap.add_argument("--batch", type=nonneg_int("--batch"), default=0,
                     help="SGLD minibatch of sequences (0: exact full-batch gradient via statistics, which "
                          "costs less per step than any minibatch above 18 sequences: docs/benchmarks.md)")
@@ -135,6 +152,11 @@ def main(argv=None):
     ap = parser()
     a = ap.parse_args(argv)
     cfg = build_config(a, ap)
+    if a.netcdf:
+        import importlib.util
+
+        if importlib.util.find_spec("arviz") is None:
+            ap.error("--netcdf needs ArviZ: pip install 'copyjax[arviz]'")
     out = a.out or os.path.join("results", f"L{a.L}_V{a.V}")
     try:
         os.makedirs(os.path.join(out, "points"), exist_ok=True)
@@ -202,6 +224,8 @@ def main(argv=None):
         reused += was
         points.append(s)
         arrays[(act, P)] = arr
+        if a.netcdf:
+            write_netcdf(arr, E.point_path(out, act, i), {"activation": act, "P": P, "L": a.L, "V": a.V})
 
     theory = {}
     for act in cfg["activations"]:
