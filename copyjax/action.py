@@ -17,6 +17,7 @@ import jax.scipy.linalg as jsl
 import numpy as np
 
 from copyjax._checks import check_activation, check_square, check_stats, is_concrete
+from copyjax.data import stats_size
 from copyjax.model import attention, stats_contractions
 
 
@@ -55,7 +56,7 @@ def data_action(A: jax.Array, stats: jax.Array, hyper) -> jax.Array:
     A = A.astype(_float_dtype(A))
     L = A.shape[-1]
     K, B = stats_contractions(A, stats)
-    P = jnp.trace(stats[0, 0]).astype(A.dtype)
+    P = stats_size(stats).astype(A.dtype)
     return action_from_KB(K, B, P, L, hyper)
 
 
@@ -121,7 +122,7 @@ def expected_loss(A: jax.Array, stats: jax.Array, hyper) -> jax.Array:
     A = A.astype(_float_dtype(A))
     L = A.shape[-1]
     K, B = stats_contractions(A, stats)
-    P = jnp.trace(stats[0, 0]).astype(A.dtype)
+    P = stats_size(stats).astype(A.dtype)
     return _posterior_w_loss(K, B, K, B, P, P, L, hyper)
 
 
@@ -143,5 +144,5 @@ def expected_test_loss(A: jax.Array, stats_train: jax.Array, stats_test: jax.Arr
     L = A.shape[-1]
     K, B = stats_contractions(A, stats_train)
     Kt, Bt = stats_contractions(A, stats_test)
-    return _posterior_w_loss(K, B, Kt, Bt, jnp.trace(stats_train[0, 0]).astype(A.dtype),
-                             jnp.trace(stats_test[0, 0]).astype(A.dtype), L, hyper)
+    return _posterior_w_loss(K, B, Kt, Bt, stats_size(stats_train).astype(A.dtype),
+                             stats_size(stats_test).astype(A.dtype), L, hyper)

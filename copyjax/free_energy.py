@@ -34,6 +34,7 @@ from copyjax import mbar
 from copyjax._checks import check_activation, check_size
 from copyjax.action import action_from_KB, marginal_logdensity
 from copyjax.chains import run_chains
+from copyjax.data import stats_size
 from copyjax.model import attention, shift_matrix, stats_contractions, uniform_matrix
 from copyjax.order import reported_order_parameters
 
@@ -137,7 +138,7 @@ class UmbrellaObserver(NamedTuple):
         stats = data["stats"]
         A = attention(G.astype(stats.dtype), self.activation)
         K, B = stats_contractions(A, stats)
-        P = jnp.trace(stats[0, 0]).astype(A.dtype)
+        P = stats_size(stats).astype(A.dtype)
         L = A.shape[-1]
         rep = reported_order_parameters(A, self.activation)
         out = {"xi": COORDINATES[self.coordinate](G), "op": rep["cG"], "abs_rho": rep["abs_rho"],

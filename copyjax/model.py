@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from copyjax._checks import check_activation, check_square
-from copyjax.data import copy_targets, one_hot
+from copyjax.data import copy_targets, one_hot, stats_size
 
 
 def shift_matrix(L: int, dtype=jnp.float32) -> jax.Array:
@@ -138,6 +138,6 @@ def log_likelihood_from_stats(W, A, stats, beta) -> jax.Array:
     """
     L = A.shape[-1]
     K, B = stats_contractions(A, stats)
-    P = jnp.trace(stats[0, 0]).astype(A.dtype)
+    P = stats_size(stats).astype(A.dtype)
     sq = jnp.sum((W @ K) * W) - 2 * jnp.sum(W * B.T) + P * L
     return -beta * sq / (2 * L)

@@ -9,12 +9,15 @@ from __future__ import annotations
 from functools import partial
 from typing import NamedTuple
 
+import blackjax
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
-from copyjax._checks import check_activation, check_size
+from copyjax._checks import check_activation, check_positive, check_size
+from copyjax.chains import chain_keys
+from copyjax.minibatch import check_batch_size, draw_batch
 from copyjax.network import Params, copy_init, init_params, logdensity_from_stats, observables, sequence_loglik
 from copyjax.model import log_prior
 
@@ -51,15 +54,10 @@ def train_ensemble(key, init: Params, stats, hyper, activation: str, *, steps: i
     check_activation(activation)
     steps = check_size("steps", steps, 1)
     record_every = check_size("record_every", record_every, 1)
-    if not learning_rate > 0:
-        raise ValueError(f"learning_rate must be > 0, got {learning_rate!r}")
+    check_positive("learning_rate", learning_rate)
     if tokens is not None:
-        P = tokens.shape[0]
-        batch_size = check_size("batch_size", batch_size, 1)
-        if batch_size > P:
-            raise ValueError(f"batch_size must be in [1, P] = [1, {P}], got {batch_size}")
-    n = jax.tree.leaves(init)[0].shape[0]
-    keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n))
+        batch_size = check_batch_size(batch_size, tokens.shape[0])
+    keys = chain_keys(key, jax.tree.leaves(init)[0].shape[0])
     final, curves, final_obs = _train(
         init, keys, stats, tokens, hyper=hyper, activation=activation, steps=steps,
         learning_rate=float(learning_rate), record_every=record_every, batch_size=batch_size)
@@ -79,11 +77,10 @@ def _train(init, keys, stats, tokens, *, hyper, activation, steps, learning_rate
         loss = lambda p, k: -logdensity_from_stats(p, stats, hyper, activation)
     else:
         P = tokens.shape[0]
-
-        def loss(p, k):
-            idx = jax.random.randint(k, (batch_size,), 0, P)
-            ll = jax.vmap(lambda t: sequence_loglik(p, t, hyper, activation))(tokens[idx])
-            return -(log_prior(p.W, p.G, hyper) + P * jnp.mean(ll))
+        # blackjax's estimator: log prior + P * (mean log-likelihood over the minibatch)
+        estimate = blackjax.sgmcmc.gradients.logdensity_estimator(
+            lambda p: log_prior(p.W, p.G, hyper), lambda p, t: sequence_loglik(p, t, hyper, activation), P)
+        loss = lambda p, k: -estimate(p, tokens[draw_batch(k, P, batch_size)])
 
     opt = optax.adam(learning_rate)
     obs = lambda p: observables(p, stats, hyper, activation)

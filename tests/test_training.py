@@ -40,6 +40,9 @@ def test_minibatch_adam_runs_and_bad_input():
         T.train_ensemble(jax.random.key(2), init, st, h, act, steps=10, tokens=toks, batch_size=51)
     with pytest.raises(ValueError, match="steps"):
         T.train_ensemble(jax.random.key(2), init, st, h, act, steps=0)
+    for lr in (float("inf"), 0.0):
+        with pytest.raises(ValueError, match="learning_rate"):
+            T.train_ensemble(jax.random.key(2), init, st, h, act, steps=10, learning_rate=lr)
     with pytest.raises(ValueError, match="start"):
         T.init_ensemble(jax.random.key(1), 3, L, V, h, act, start="zero")
     with pytest.raises(ValueError, match="n_seeds"):
