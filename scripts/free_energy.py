@@ -139,7 +139,8 @@ def point(seed: int, P: int) -> dict:
     base = os.path.join(a.out, "points", f"seed{seed}_P{P}")
     with_theory = not (linear or a.no_theory)
     if os.path.exists(base + ".json"):
-        old = json.load(open(base + ".json"))
+        with open(base + ".json") as f:
+            old = json.load(f)
         if old.get("config") == cfg:
             if with_theory and "theory_F" not in old:  # a point saved before, or with --no-theory
                 old.update(theory_profile(P))

@@ -26,7 +26,8 @@ for d in a.runs:
     path = os.path.join(d, "summary.json")
     if not os.path.exists(path):
         ap.error(f"{path} does not exist (run scripts/free_energy.py --out {d} first)")
-    s = json.load(open(path))
+    with open(path) as f:
+        s = json.load(f)
     if s["config"].get("activation", "softmax") != "softmax":
         ap.error(f"{d} is not a softmax run")
     rows.append(s)

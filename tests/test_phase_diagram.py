@@ -1,5 +1,6 @@
 import json
 import os
+from pathlib import Path
 import subprocess
 import sys
 
@@ -37,7 +38,7 @@ def test_end_to_end_writes_results_and_plots(first_run):
                  "order_parameters.png", "order_parameters.pdf", "loss.png", "histograms.png",
                  "adam_curves.png", "coverage.png"):
         assert os.path.getsize(os.path.join(out, name)) > 0, name
-    res = json.load(open(os.path.join(out, "results.json")))
+    res = json.loads(Path(os.path.join(out, "results.json")).read_text())
     assert [p["P"] for p in res["points"]] == [20, 60]
     p = res["points"][0]
     assert set(p) >= {"theory_map", "theory_posterior", "sgld_prior", "sgld_exact", "adam_global",
@@ -56,7 +57,7 @@ def test_end_to_end_writes_results_and_plots(first_run):
     assert "P=" in r.stdout and "softmax theory" in r.stdout and "exact" in r.stdout
     import csv
 
-    rows = list(csv.DictReader(open(os.path.join(out, "summary.csv"))))
+    rows = list(csv.DictReader(Path(os.path.join(out, "summary.csv")).read_text().splitlines()))
     from copyjax.experiments import CSV_COLUMNS
 
     assert tuple(rows[0]) == CSV_COLUMNS and len(rows) == 2
@@ -67,12 +68,12 @@ def test_end_to_end_writes_results_and_plots(first_run):
 
 def test_resume_after_interruption_gives_identical_results(first_run):
     out, _ = first_run
-    before = json.load(open(os.path.join(out, "results.json")))
+    before = json.loads(Path(os.path.join(out, "results.json")).read_text())
     # a run killed while computing point 1 leaves no summary for it
     os.unlink(os.path.join(out, "points", "softmax_001.json"))
     r = run(TINY + ["--activation", "softmax", "--out", out])
     assert r.returncode == 0, r.stderr[-3000:]
-    after = json.load(open(os.path.join(out, "results.json")))
+    after = json.loads(Path(os.path.join(out, "results.json")).read_text())
     assert after["points_reused"] == 1
     assert strip(after["points"]) == strip(before["points"])
 

@@ -1,6 +1,7 @@
 """The other scripts reject bad arguments with exit status 2 and a message naming the option
 (argparse's convention), before any computation."""
 import os
+from pathlib import Path
 import subprocess
 import sys
 
@@ -47,7 +48,7 @@ def test_free_energy_script_end_to_end_and_resume(act, keys, tmp_path):
             "--spacing", "0.3", "--no-theory", "--no-progress", "--out", str(tmp_path)]
     r = run("free_energy.py", args)
     assert r.returncode == 0, r.stderr[-2000:]
-    s = json.load(open(tmp_path / "summary.json"))
+    s = json.loads(Path(tmp_path / "summary.json").read_text())
     assert keys <= set(s) and [p["P"] for p in s["points"]] == [30, 60]
     w = s["points"][0]["family_weights" if act == "linear" else "weights"]
     assert sum(w) == pytest.approx(1.0, abs=1e-6)
@@ -66,9 +67,9 @@ def test_free_energy_vs_L_reads_summaries(tmp_path):
     for L, th, ps in ((16, None, [(1460.0, 6.0, float("nan"))]), (32, 2461.0, [(2467.0, 5.0, 20.8), (2480.0, 7.0, 22.0)])):
         d = tmp_path / f"fe{L}"
         d.mkdir()
-        json.dump({"config": {"L": L, "V": 32, "activation": "softmax"}, "theory_P_star": th,
+        (d / "summary.json").write_text(json.dumps({"config": {"L": L, "V": 32, "activation": "softmax"}, "theory_P_star": th,
                    "per_seed": {str(i): {"P_star": p, "P_star_err": e, "barrier_at_P_star": b}
-                                for i, (p, e, b) in enumerate(ps)}}, open(d / "summary.json", "w"))
+                                for i, (p, e, b) in enumerate(ps)}}))
     r = run("free_energy_vs_L.py", [str(tmp_path / "fe32"), str(tmp_path / "fe16"), "--out", str(tmp_path / "fig")])
     assert r.returncode == 0, r.stderr[-2000:]
     assert "2474 sd 9" in r.stdout and (tmp_path / "fig.png").stat().st_size > 0
@@ -92,5 +93,5 @@ def test_compile_cache_second_run_compiles_nothing_new(tmp_path):
     r = run("free_energy.py", args + ["--out", str(tmp_path / "b")])
     assert r.returncode == 0, r.stderr[-2000:]
     assert {p.name for p in cache.iterdir()} == first
-    pts = [json.load(open(tmp_path / d / "summary.json"))["points"] for d in "ab"]
+    pts = [json.loads(Path(tmp_path / d / "summary.json").read_text())["points"] for d in "ab"]
     assert pts[0][0]["log_ratio"] == pts[1][0]["log_ratio"]
