@@ -33,7 +33,7 @@ from copyjax.order import (
     sector_order_parameters,
     sign_invariant,
 )
-from copyjax.theory import minima, theory_curve, transition_points
+from copyjax.theory import TransitionPoints, minima, theory_curve, transition_points
 
 __version__ = "0.1.0"
 
@@ -68,5 +68,6 @@ __all__ = [
     "sufficient_stats",
     "theory_curve",
     "transition_points",
+    "TransitionPoints",
     "uniform_matrix",
 ]

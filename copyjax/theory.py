@@ -441,8 +441,41 @@ def _linear_transitions(L, V, hyper, form, P_lo, P_hi):
             "pooling_first": bool(abs(onset_dir[0]) > abs(onset_dir[1]))}
 
 
+class TransitionPoints(NamedTuple):
+    """Transition points of the reduced theory at (L, V) (``transition_points``); a field is
+    None where it does not apply (the other activation's points, a transition that does
+    not happen). ``tp["P_star"]`` and ``tp.get("P_star")`` still work as on the dicts of
+    earlier versions (prefer ``tp.P_star``); ``as_dict()`` for JSON."""
+
+    L: int
+    V: int
+    activation: str
+    form: str
+    hyper: tuple
+    P_star: float | None = None  # softmax: the global minimum switches to the copy branch
+    P_spinodal_low: float | None = None  # softmax: the copy minimum appears
+    P_spinodal_high: float | None = None  # softmax: the uninformed minimum disappears
+    first_order: bool | None = None  # softmax: two minima somewhere
+    aG_jump: float | None = None  # softmax: a_G jump at P_star (0 without one)
+    P_steepest: float | None = None  # softmax without two minima: steepest growth of a_G
+    P_onset: float | None = None  # linear: c = 0 loses stability
+    P_cross: float | None = None  # linear: c_G = c_1 along the global minimum
+    onset_direction: list | None = None  # linear: unit (c_1, c_G) of the unstable mode
+    pooling_first: bool | None = None  # linear: the onset mode is mostly c_1
+
+    def __getitem__(self, key):
+        return getattr(self, key) if isinstance(key, str) else tuple.__getitem__(self, key)
+
+    def get(self, key: str, default=None):
+        value = getattr(self, key, None)
+        return default if value is None else value
+
+    def as_dict(self) -> dict:
+        return dict(self._asdict())
+
+
 def transition_points(L: int, V: int, activation: str, hyper: Hyper | None = None,
-                      form: str = "map", P_range: tuple[float, float] | None = None) -> dict:
+                      form: str = "map", P_range: tuple[float, float] | None = None) -> TransitionPoints:
     """Transition points of the reduced theory at (L, V).
 
     softmax: ``P_star`` (the global minimum switches to the copy branch),
@@ -472,5 +505,4 @@ def transition_points(L: int, V: int, activation: str, hyper: Hyper | None = Non
         out = _softmax_transitions(L, V, hyper, form, P_lo, P_hi)
     else:
         out = _linear_transitions(L, V, hyper, form, P_lo, P_hi)
-    out.update(L=L, V=V, activation=activation, form=form, hyper=tuple(map(float, hyper)))
-    return out
+    return TransitionPoints(L=L, V=V, activation=activation, form=form, hyper=tuple(map(float, hyper)), **out)

@@ -237,8 +237,9 @@ def main(argv=None):
         theory[act]["joint_map"] = {k: (v.tolist() if hasattr(v, "tolist") else v)
                                     for k, v in cj.theory_curve(fine, a.L, a.V, act, h, "joint_map").items()
                                     if k != "meta"}
-        transitions[act]["joint_map"] = {k: v for k, v in cj.transition_points(
-            a.L, a.V, act, h, "joint_map").items() if k.startswith("P_")}
+        transitions[act] = transitions[act].as_dict() | {"joint_map": {
+            k: v for k, v in cj.transition_points(a.L, a.V, act, h, "joint_map").as_dict().items()
+            if k.startswith("P_")}}
 
     res = {"config": cfg, "activations": cfg["activations"], "P_grid": Ps.tolist(),
            "transitions": transitions, "theory": theory, "points": points,

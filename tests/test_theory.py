@@ -197,3 +197,17 @@ def test_linear_opposite_sign_family_is_a_metastable_minimum():
     assert 50 < r["delta_action"] < 200
     # below the crossover there is no such state
     assert linear_family_minima(5095.0, 64, 32, h)["opposite"] is None
+
+
+def test_transition_points_are_typed_with_every_field():
+    # one type for both activations: fields of the other branch are None, not missing keys,
+    # so `tp["P_star"] or tp["P_steepest"]` works on a crossover and as_dict() is JSON
+    import json
+
+    s = T.transition_points(16, 8, "softmax")
+    lin = T.transition_points(16, 8, "linear")
+    assert isinstance(s, T.TransitionPoints) and s._fields == lin._fields
+    assert s.P_star is None and s.P_steepest > 0 and s["P_star"] or s["P_steepest"]
+    assert s.P_onset is None and lin.P_star is None and lin.P_onset > 0 and lin["P_onset"] == lin.P_onset
+    assert lin.get("P_star", "absent") == "absent" and s.get("first_order") is False
+    assert json.loads(json.dumps(s.as_dict()))["P_steepest"] == s.P_steepest
