@@ -15,3 +15,20 @@ def best_time(fn, *args, repeat: int = 5) -> tuple[float, float]:
         jax.block_until_ready(fn(*args))
         best = min(best, time.perf_counter() - t0)
     return first, best
+
+
+def chain_rate(alg, init, steps: int, data=None, chain_block=None) -> tuple[float, float]:
+    """(compile s, chain-steps per second) of ``steps`` steps of every chain of
+    ``chains.run_chains``: a first run compiles, a second is timed. The observer is one
+    function object for both runs (run_chains caches its compiled code on it)."""
+    from copyjax import chains
+
+    obs = (lambda p, d: {"x": p.G[0, 0]}) if data is not None else (lambda p: {"x": p.G[0, 0]})
+    kw = dict(num_steps=steps, thin=steps, data=data, chain_block=chain_block)
+    t0 = time.perf_counter()
+    jax.block_until_ready(chains.run_chains(jax.random.key(0), alg, init, obs, **kw).draws)
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    jax.block_until_ready(chains.run_chains(jax.random.key(1), alg, init, obs, **kw).draws)
+    dt = time.perf_counter() - t0
+    return first - dt, jax.tree.leaves(init)[0].shape[0] * steps / dt

@@ -17,7 +17,6 @@ for the exact statistics path and for ``batch_loglik`` at each batch size, over 
 """
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import blackjax
@@ -26,23 +25,9 @@ import jax.numpy as jnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import copyjax as cj  # noqa: E402
-from copyjax import chains, minibatch, network, samplers  # noqa: E402
+from copyjax import minibatch, network, samplers  # noqa: E402
 from copyjax.model import log_prior  # noqa: E402
-from _timing import best_time  # noqa: E402
-
-
-def rate(alg, init, steps, data=None, chain_block=None):
-    """(compile s, chain-steps per second) of ``steps`` SGLD steps of every chain."""
-    obs = (lambda p, d: {"x": p.G[0, 0]}) if data is not None else (lambda p: {"x": p.G[0, 0]})
-    kw = dict(num_steps=steps, thin=steps, data=data, chain_block=chain_block)
-    t0 = time.perf_counter()
-    jax.block_until_ready(chains.run_chains(jax.random.key(0), alg, init, obs, **kw).draws)
-    first = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    jax.block_until_ready(chains.run_chains(jax.random.key(1), alg, init, obs, **kw).draws)
-    dt = time.perf_counter() - t0
-    n = jax.tree.leaves(init)[0].shape[0]
-    return first - dt, n * steps / dt
+from _timing import best_time, chain_rate  # noqa: E402
 
 
 def one_hot_sgld(tokens, batch, hyper, act, step_size):
@@ -85,7 +70,7 @@ def throughput(a):
         alg, data, *block = make()
         rs = []
         for n in a.chains:
-            c, r = rate(alg, inits(n), a.steps, data, n if block else None)
+            c, r = chain_rate(alg, inits(n), a.steps, data, n if block else None)
             rs.append((r, c))
         out[name] = [r for r, _ in rs]
         cells = " | ".join(f"{r:,.0f} ({c:.1f})" for r, c in rs)

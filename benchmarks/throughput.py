@@ -10,7 +10,6 @@ jnp.matmul of the same shape; compile times. Ratios are from this one run.
 """
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import jax
@@ -18,24 +17,9 @@ import jax.numpy as jnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import copyjax as cj  # noqa: E402
-from copyjax import chains as C  # noqa: E402
 from copyjax import network as N  # noqa: E402
 from copyjax import samplers as S  # noqa: E402
-from _timing import best_time  # noqa: E402
-
-
-def chain_rate(alg, init, steps, data=None):
-    """(compile s, chain-steps per second) of ``steps`` steps of every chain."""
-    obs = (lambda p, d: {"x": p.G[0, 0]}) if data is not None else (lambda p: {"x": p.G[0, 0]})
-    kw = dict(num_steps=steps, thin=steps, data=data)
-    t0 = time.perf_counter()
-    C.run_chains(jax.random.key(0), alg, init, obs, **kw)
-    first = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    C.run_chains(jax.random.key(1), alg, init, obs, **kw)
-    dt = time.perf_counter() - t0
-    n = jax.tree.leaves(init)[0].shape[0]
-    return first - dt, n * steps / dt
+from _timing import best_time, chain_rate  # noqa: E402
 
 
 def main(argv=None):

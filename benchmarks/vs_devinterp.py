@@ -30,6 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import copyjax as cj  # noqa: E402
+from _timing import chain_rate  # noqa: E402
 from copyjax import chains, network, samplers  # noqa: E402
 
 # torch's OpenMP workers spin after each parallel region by default and would take the
@@ -92,19 +93,6 @@ def one_hots(tokens, V, dtype):
     return x, torch.roll(x, 1, dims=1)
 
 
-def _observe(p, d):  # one function object: run_chains' compiled code is cached on it
-    return {"x": p.G[0, 0]}
-
-
-def copyjax_rate(alg, init, steps, data):
-    run = lambda k: chains.run_chains(jax.random.key(k), alg, init, _observe, num_steps=steps,
-                                      thin=steps, data=data).draws
-    jax.block_until_ready(run(0))  # compile
-    t0 = time.perf_counter()
-    jax.block_until_ready(run(1))
-    return init.W.shape[0] * steps / (time.perf_counter() - t0)
-
-
 def throughput(a):
     L, V, P, act = 64, 32, a.P, "softmax"
     h = cj.default_hyper(act, L)
@@ -136,7 +124,7 @@ def throughput(a):
                 if (batch, n) not in dv_cache:
                     dt, _ = devinterp_chains(inits, x, y, h, eps, dv_steps, batch)
                     dv = max(dv, n * dv_steps / dt)
-                cx = max(cx, copyjax_rate(alg, init, a.steps, data))
+                cx = max(cx, chain_rate(alg, init, a.steps, data)[1])
             dv = dv_cache.setdefault((batch, n), dv)  # the shared-layout row reuses devinterp's
             print(f"| {name} | {n} | {dv:,.1f} | {cx:,.0f} | {cx / dv:,.1f} |", flush=True)
 

@@ -276,7 +276,7 @@ class Profile(NamedTuple):
     @property
     def minima_centres(self) -> list:
         """The coordinate at the centre of each minimum's bin."""
-        return [float(0.5 * (self.edges[i] + self.edges[i + 1])) for i in self.minima]
+        return bin_centres(self.edges, self.minima)
 
 
 class Recombined(NamedTuple):
@@ -437,6 +437,11 @@ def local_minima(F: np.ndarray, depth: float = 1.0, F_sd: np.ndarray | None = No
                 continue
         keep.append(i)
     return tuple(int(ok[i]) for i in keep)
+
+
+def bin_centres(edges, bins) -> list:
+    """The coordinate at the centre of each of ``bins`` (indices into ``edges``' bins)."""
+    return [float(0.5 * (edges[i] + edges[i + 1])) for i in bins]
 
 
 def barrier_height(F: np.ndarray, minima: tuple) -> float:

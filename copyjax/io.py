@@ -42,8 +42,7 @@ def to_inference_data(samples, *, attrs: dict | None = None):
     stats = {}
     if not isinstance(samples, dict):
         per_chain = {"nonfinite": np.asarray(samples.nonfinite)} | {k: np.asarray(v) for k, v in samples.info.items()}
-        stats = {k: np.repeat(np.asarray(v).reshape(n_chain, 1), n_draw, axis=1) for k, v in per_chain.items()
-                 if np.asarray(v).shape == (n_chain,)}
+        stats = {k: np.repeat(v[:, None], n_draw, axis=1) for k, v in per_chain.items() if v.shape == (n_chain,)}
     attrs = {"created_by": "copyjax"} | dict(attrs or {})
     if _major(az) >= 1:
         data = az.from_dict({"posterior": post} | ({"sample_stats": stats} if stats else {}))

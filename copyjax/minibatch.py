@@ -85,9 +85,10 @@ def shared_batch(data: dict, step, V: int, batch_size: int) -> dict:
 
 # Minibatch size above which the exact statistics gradient costs less per chain-step than a
 # minibatch gradient (``benchmarks/minibatch.py``, cost model, 2 CPU cores, float32, 64
-# chains): 8-18 sequences over L, V in {16, 32, 64}; the largest is used. Above it the exact
-# gradient is both cheaper and noiseless, so it is the scripts' default.
-EXACT_CHEAPER_ABOVE = 18
+# chains, the run in docs/benchmarks.md): 8-22 sequences over L, V in {16, 32, 64}; the largest
+# is used. Above it the exact gradient is both cheaper and noiseless, so it is the scripts'
+# default.
+EXACT_CHEAPER_ABOVE = 22
 
 
 def exact_is_cheaper(batch_size: int) -> bool:

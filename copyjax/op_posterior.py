@@ -352,9 +352,10 @@ def softmax_aG_profile(P, L: int, V: int, edges, divide: float, hyper: Hyper | N
     for j in range(nb):
         sel = (b == j) & np.isfinite(logm)
         if sel.any():
-            F[j] = -np.logaddexp.reduce(logm[sel]) + np.log(edges[j + 1] - edges[j])
+            log_mass = np.logaddexp.reduce(logm[sel])
+            F[j] = -log_mass + np.log(edges[j + 1] - edges[j])
             if (sel & border).any():
-                gap = min(gap, float(np.min(-logm[sel & border]) - (F[j] - np.log(edges[j + 1] - edges[j]))))
+                gap = min(gap, float(np.min(-logm[sel & border]) + log_mass))
     ok = np.isfinite(logm)
     hi, lo = ok & (a >= divide), ok & (a < divide)
     lr = (np.logaddexp.reduce(logm[hi]) if hi.any() else -np.inf) - (np.logaddexp.reduce(logm[lo]) if lo.any() else -np.inf)

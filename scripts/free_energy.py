@@ -116,7 +116,7 @@ def theory_profile(P: int) -> dict:
 
     th = softmax_aG_profile(P, L, V, edges, op_div, hyper)
     return {"theory_F": _listed(th.F), "theory_log_ratio": th.log_ratio,
-            "theory_minima_op": [float(0.5 * (edges[i] + edges[i + 1])) for i in FE.local_minima(th.F)],
+            "theory_minima_op": FE.bin_centres(edges, FE.local_minima(th.F)),
             "theory_boundary_gap": th.boundary_gap}
 
 
@@ -129,7 +129,7 @@ def _refresh_minima(r: dict) -> dict:
     for f, e, mk, bk in sets:
         F, e = np.array(r[f], float), np.asarray(r[e], float)
         m = FE.local_minima(F, F_sd=np.array(r[f + "_sd"], float))
-        r[mk] = [float(0.5 * (e[i] + e[i + 1])) for i in m]
+        r[mk] = FE.bin_centres(e, m)
         if bk:
             r[bk] = FE.barrier_height(F, m)
     return r

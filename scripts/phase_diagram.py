@@ -63,7 +63,7 @@ def parser():
                          "needs pip install 'copyjax[arviz]')")
     ap.add_argument("--batch", type=nonneg_int("--batch"), default=0,
                     help="SGLD minibatch of sequences (0: exact full-batch gradient via statistics, which "
-                         "costs less per step than any minibatch above 18 sequences: docs/benchmarks.md)")
+                         "costs less per step than any minibatch above 22 sequences: docs/benchmarks.md)")
     ap.add_argument("--batch-layout", choices=["independent", "shared"], default="independent",
                     help="with --batch: a minibatch per chain and step (independent), or one per step shared "
                          "by all chains (its counts formed once: ~9x the chain-steps/s at 64 chains, but the "
