@@ -23,12 +23,14 @@ def chain_rate(alg, init, steps: int, data=None, chain_block=None) -> tuple[floa
     function object for both runs (run_chains caches its compiled code on it)."""
     from copyjax import chains
 
-    obs = (lambda p, d: {"x": p.G[0, 0]}) if data is not None else (lambda p: {"x": p.G[0, 0]})
-    kw = dict(num_steps=steps, thin=steps, data=data, chain_block=chain_block)
+    if not hasattr(alg, "build"):  # a plain SamplingAlgorithm
+        alg = chains.Fixed(alg)
+    obs = lambda p, d: {"x": p.G[0, 0]}
+    kw = dict(schedule=chains.Schedule(steps, thin=steps), layout=chains.Layout(chain_block=chain_block))
     t0 = time.perf_counter()
-    jax.block_until_ready(chains.run_chains(jax.random.key(0), alg, init, obs, **kw).draws)
+    jax.block_until_ready(chains.run_chains(jax.random.key(0), alg, init, obs, data, **kw).draws)
     first = time.perf_counter() - t0
     t0 = time.perf_counter()
-    jax.block_until_ready(chains.run_chains(jax.random.key(1), alg, init, obs, **kw).draws)
+    jax.block_until_ready(chains.run_chains(jax.random.key(1), alg, init, obs, data, **kw).draws)
     dt = time.perf_counter() - t0
     return first - dt, jax.tree.leaves(init)[0].shape[0] * steps / dt

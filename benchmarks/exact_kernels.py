@@ -58,8 +58,7 @@ for act, P in cases:
         data = {"stats": stats, "step_size": jnp.asarray(X.default_initial_step(act, h), jnp.float64)}
         t = time.perf_counter()
         s = C.run_chains(jax.random.key(2), X.ExactSampler(h, act, a.steps // 2, 0.57, pre), G0,
-                         lambda G, d: {"cG": obs(G)}, data=data, num_steps=a.steps,
-                         burn_in=a.steps // 2, thin=1)
+                         lambda G, d: {"cG": obs(G)}, data, schedule=C.Schedule(a.steps, a.steps // 2))
         wall = time.perf_counter() - t
         summ = C.summarize(s.draws["cG"])
         grads = a.steps + warm

@@ -25,9 +25,8 @@ print("| eps | variance | theory 1/(1-eps/2) | bias |")
 print("|---:|---:|---:|---:|")
 eps_list, bias = [0.025, 0.05, 0.1, 0.2], []
 for eps in eps_list:
-    s = C.run_chains(jax.random.key(0), S.sgld_from_grad(lambda k, x: -(x - m), eps),
-                     jnp.zeros((4096, 2)), lambda x: {"a": x[0], "b": x[1]},
-                     num_steps=2200, burn_in=200, thin=5)
+    s = C.run_algorithm(jax.random.key(0), S.sgld_from_grad(lambda k, x: -(x - m), eps),
+                        jnp.zeros((4096, 2)), lambda x: {"a": x[0], "b": x[1]}, schedule=C.Schedule(2200, 200, 5))
     x = np.stack([s.draws["a"], s.draws["b"]], -1).reshape(-1, 2)
     v = float(x.var(0).mean())
     bias.append(v - 1)
@@ -42,9 +41,9 @@ n = 1024
 init = jax.vmap(lambda k: N.init_params(k, L, V, h, jnp.float64))(jax.random.split(jax.random.key(4), n))
 # Exact joint draws: G from blackjax MALA on exp(-S_P(G)) (one independent draw per chain,
 # its final state), then W from its exact Gaussian conditional.
-ref = C.run_chains(jax.random.key(7), S.mala_marginal(st, h, act, 0.05), init.G,
-                   lambda G: {"cG": cj.order_parameters(cj.attention(G, act))[1]},
-                   num_steps=6000, burn_in=1000, thin=25)
+ref = C.run_algorithm(jax.random.key(7), S.mala_marginal(st, h, act, 0.05), init.G,
+                      lambda G: {"cG": cj.order_parameters(cj.attention(G, act))[1]},
+                      schedule=C.Schedule(6000, 1000, 25))
 G0 = ref.final.position
 W0 = jax.vmap(lambda k, G: N.sample_w_posterior(k, cj.attention(G, act), st, h))(
     jax.random.split(jax.random.key(8), n), G0)
@@ -72,8 +71,8 @@ for eps in [2e-2, 1e-2, 5e-3, 2.5e-3]:
         alg = (S.sgld(st, h, act, eps) if batch is None else
                S.sgld(None, h, act, eps, tokens=toks, batch_size=batch))
         steps = int(4.0 / eps)
-        s = C.run_chains(jax.random.key(6), alg, start, obs, num_steps=steps, burn_in=steps // 4,
-                         thin=max(1, steps // 200))
+        s = C.run_algorithm(jax.random.key(6), alg, start, obs,
+                            schedule=C.Schedule(steps, steps // 4, max(1, steps // 200)))
         keep = ~s.nonfinite
         am, asd, ase = chain_level(s.draws["cG"][keep])
         print(f"| {'full' if batch is None else 'minibatch'} | {eps} | {batch or P} | {am:.4f} | "

@@ -114,8 +114,8 @@ for L in a.L:
                 if batch:
                     data["tokens"] = streamed_tokens(k_data, P, L, a.V)
                 alg = S.NetworkSampler(h, act, "sgld", batch and min(batch, P))
-                s, wall = timed_chains(k_run, alg, start, obs, data=data, num_steps=a.steps,
-                                       burn_in=a.steps // 2, thin=max(1, a.steps // 100))
+                s, wall = timed_chains(k_run, alg, start, obs, data,
+                                       schedule=C.Schedule(a.steps, a.steps // 2, max(1, a.steps // 100)))
                 sm = C.summarize(s.draws["cG"], s.nonfinite)
                 se = float(np.hypot(sm["mcse"], ref["mcse"]))
                 rows.append({"L": L, "activation": act, "P": P, "where": where, "eps": eps,
@@ -141,10 +141,11 @@ for L in a.L:
             res = {"L": L, "activation": act, "P": P, "exact_mean": ref["mean"], "tolerance": tol}
             for name, alg, d in (
                     ("SGLD", S.NetworkSampler(h, act, "sgld"), data),
-                    ("pSGLD", S.psgld(stats, h, act, a.psgld_step, adapt_steps=a.relax_steps // 5), None)):
+                    ("pSGLD", C.Fixed(S.psgld(stats, h, act, a.psgld_step, adapt_steps=a.relax_steps // 5)),
+                     None)):
                 s, wall = timed_chains(k_run, alg, init, obs if d is not None else
-                                       (lambda p: N.observables(p, stats, h, act)),
-                                       data=d, num_steps=a.relax_steps, thin=thin)
+                                       C.PositionObserver(lambda p: N.observables(p, stats, h, act)),
+                                       d, schedule=C.Schedule(a.relax_steps, thin=thin))
                 traj = s.draws["cG"][~s.nonfinite].mean(0)
                 i = first_within(traj, ref["mean"], tol)
                 res[name] = {"steps": None if i is None else (i + 1) * thin,
@@ -160,7 +161,7 @@ for L in a.L:
             steps_x = a.exact_steps
             dx = {"stats": stats, "step_size": jnp.asarray(X.default_initial_step(act, h), jnp.float64)}
             s, wall = timed_chains(k_run, X.ExactSampler(h, act, steps_x // 3, 0.57, act == "linear"), Gw,
-                                   X.ExactObserver(h, act), data=dx, num_steps=steps_x, thin=10)
+                                   X.ExactObserver(h, act), dx, schedule=C.Schedule(steps_x, thin=10))
             traj = np.concatenate([[float(np.mean(cj.reported_order_parameters(
                 cj.attention(Gw.astype(stats.dtype), act), act)["cG"]))], s.draws["cG"].mean(0)])
             i = first_within(traj, ref["mean"], tol)

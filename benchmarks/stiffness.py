@@ -35,8 +35,8 @@ obs = lambda p: cj.reported_order_parameters(cj.attention(p.G, act), act)  # |c_
 eps = auto_step_size(a.P, V, h)
 for name, alg in (("SGLD", S.sgld(stats, h, act, eps)),
                   ("pSGLD", S.psgld(stats, h, act, a.psgld_step, adapt_steps=a.steps // 5))):
-    s = C.run_chains(jax.random.key(3), alg, init, obs, num_steps=a.steps, thin=a.steps // 10,
-                     progress=True, desc=name)
+    s = C.run_algorithm(jax.random.key(3), alg, init, obs, schedule=C.Schedule(a.steps, thin=a.steps // 10),
+                        progress=True, desc=name)
     cG = s.draws["cG"][~s.nonfinite].mean(0)
     step = eps if name == "SGLD" else a.psgld_step
     print(f"{name} (step {step:.2e}): c_G at steps "

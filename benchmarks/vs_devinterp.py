@@ -136,10 +136,11 @@ def stationary(a):
     n, steps, burn, thin, eps = a.stationary_chains, 3000, 1000, 20, 2e-3
     init = jax.vmap(lambda k: network.init_params(k, L, V, h))(jax.random.split(jax.random.key(4), n))
     aG = lambda G: cj.order_parameters(cj.attention(G, act))[1]
-    ex = chains.run_chains(jax.random.key(7), samplers.mala_marginal(st, h, act, 0.05), init.G,
-                           lambda G: {"aG": aG(G)}, num_steps=steps, burn_in=burn, thin=thin)
-    cx = chains.run_chains(jax.random.key(6), samplers.sgld(st, h, act, eps), init,
-                           lambda p: {"aG": aG(p.G)}, num_steps=steps, thin=thin, burn_in=burn)
+    schedule = chains.Schedule(steps, burn, thin)
+    ex = chains.run_algorithm(jax.random.key(7), samplers.mala_marginal(st, h, act, 0.05), init.G,
+                              lambda G: {"aG": aG(G)}, schedule=schedule)
+    cx = chains.run_algorithm(jax.random.key(6), samplers.sgld(st, h, act, eps), init,
+                              lambda p: {"aG": aG(p.G)}, schedule=schedule)
     tokens = cj.sample_tokens(jax.random.key(3), P, L, V)
     x, y = one_hots(tokens, V, torch.float32)
     t0 = time.perf_counter()

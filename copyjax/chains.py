@@ -5,6 +5,10 @@ its draws do not depend on how many chains run or how they are split over device
 The chain axis is sharded over ``jax.devices()`` with a ``NamedSharding``; the run is a
 Python loop over blocks of steps (one compiled function), which drives the progress bar
 and lets callers checkpoint between blocks.
+
+One contract: ``run_chains(key, spec, init_positions, observe, data, *, schedule, layout)``
+with a hashable ``spec.build(data) -> SamplingAlgorithm`` and ``observe(position, data)``;
+``run_algorithm`` wraps a plain ``SamplingAlgorithm`` and ``observe(position)``.
 """
 from __future__ import annotations
 
@@ -59,55 +63,107 @@ def chain_mesh(devices=None) -> Mesh:
     return Mesh(np.asarray(devices), ("chains",))
 
 
-def chain_keys(key, n_chains: int):
-    """Per-chain keys ``fold_in(key, i)``, ``i = 0..n_chains-1``."""
-    return jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n_chains))
+def chain_keys(key, chains):
+    """Per-chain keys ``fold_in(key, i)`` for ``i`` in ``chains``: a count n (``0..n-1``) or
+    an array of chain indices."""
+    ids = jnp.arange(chains) if isinstance(chains, int) else jnp.asarray(chains)
+    return jax.vmap(lambda i: jax.random.fold_in(key, i))(ids)
 
 
-def _check_run(num_steps, burn_in, thin, n_chains):
-    check_size("num_steps", num_steps, 1)
-    check_size("thin", thin, 1)
-    check_size("n_chains", n_chains, 1)
-    check_size("burn_in", burn_in, 0)
-    if burn_in >= num_steps:
-        raise ValueError(f"burn_in must be < num_steps = {num_steps}, got {burn_in}")
-    if (num_steps - burn_in) // thin < 1:
-        raise ValueError(f"thin must be <= num_steps - burn_in = {num_steps - burn_in}, got {thin}")
+class Schedule(NamedTuple):
+    """When a chain is recorded: ``num_steps`` steps, the first ``burn_in`` not recorded,
+    then every ``thin``-th, giving ``num_draws = (num_steps - burn_in) // thin`` draws."""
+
+    num_steps: int
+    burn_in: int = 0
+    thin: int = 1
+
+    @property
+    def num_draws(self) -> int:
+        return (self.num_steps - self.burn_in) // self.thin
+
+    def check(self) -> "Schedule":
+        check_size("num_steps", self.num_steps, 1)
+        check_size("thin", self.thin, 1)
+        check_size("burn_in", self.burn_in, 0)
+        if self.burn_in >= self.num_steps:
+            raise ValueError(f"burn_in must be < num_steps = {self.num_steps}, got {self.burn_in}")
+        if self.num_draws < 1:
+            raise ValueError(f"thin must be <= num_steps - burn_in = {self.num_steps - self.burn_in}, "
+                             f"got {self.thin}")
+        return self
 
 
-def run_chains(key, algorithm, init_positions, observe: Callable, *, num_steps: int,
-               burn_in: int = 0, thin: int = 1, devices=None, progress: bool = False,
-               desc: str = "chains", block_draws: int | None = None,
-               chain_block: int | None = None, chain_ids=None, data=None) -> Samples:
-    """Run ``n_chains`` chains of a blackjax ``SamplingAlgorithm``.
+class Layout(NamedTuple):
+    """How the chains are laid out; none of it changes a chain's draws except ``chain_block``
+    (XLA picks matmul blockings by batch size, so two runs agree bit for bit when they use
+    the same ``chain_block``, whatever the device count).
 
-    ``init_positions``: pytree with a leading chain axis. ``observe(position) -> dict`` of
-    scalars recorded every ``thin`` steps after ``burn_in`` steps, giving
-    ``(num_steps - burn_in) // thin`` draws per chain.
+    ``devices``: the devices to shard the chain axis over (default ``jax.devices()``);
+    ``chain_block``: chains stepped together under ``vmap`` (``lax.map`` over the blocks of a
+    device; default one block per device, or the spec's ``preferred_chain_block`` where it
+    is smaller); ``block_draws``: draws per host round trip (progress bar and checkpoint
+    granularity; default about 50 round trips per run); ``chain_ids``: the chain indices the
+    keys are folded from (default ``0..n_chains-1``), so one chain of a large run can be
+    rerun alone."""
 
-    ``chain_block``: chains are stepped ``chain_block`` at a time under ``vmap`` (a
-    ``lax.map`` runs over the blocks of a device). The default is one block per device, or
-    the spec's ``preferred_chain_block`` where it has one and it is smaller.
-    XLA picks matmul blockings by batch size, so two runs agree bit for bit when they use
-    the same ``chain_block``, whatever the device count.
+    devices: object = None
+    chain_block: int | None = None
+    block_draws: int | None = None
+    chain_ids: object = None
 
-    ``chain_ids``: the chain indices used for the keys (default ``0..n_chains-1``), so one
-    chain of a large run can be rerun alone.
 
-    ``data``: if given, ``algorithm`` is a hashable spec with ``build(data) ->
-    SamplingAlgorithm`` (and optionally ``data_at_step(data, t)``: the data at step t, e.g. a
-    minibatch shared by all chains) and ``observe`` is called as ``observe(position, data)``. The data
-    (statistics, step size, ...) then enter the compiled functions as arguments, so a sweep
-    over P with fixed shapes compiles once.
+class Fixed(NamedTuple):
+    """A plain blackjax ``SamplingAlgorithm`` as a spec: ``build(data)`` returns it whatever
+    the data (which are then usually None)."""
+
+    algorithm: object
+
+    def build(self, data):
+        return self.algorithm
+
+
+class PositionObserver(NamedTuple):
+    """``observe(position) -> dict`` as the driver's ``observe(position, data)``."""
+
+    fn: Callable
+
+    def __call__(self, position, data):
+        return self.fn(position)
+
+
+_LEGACY = ("num_steps", "burn_in", "thin", "devices", "chain_block", "block_draws", "chain_ids")
+
+
+def run_chains(key, spec, init_positions, observe: Callable, data=None, *, schedule: Schedule | None = None,
+               layout: Layout = Layout(), progress: bool = False, desc: str = "chains",
+               **legacy) -> Samples:
+    """Run ``n_chains`` chains of the sampler ``spec`` builds.
+
+    ``spec``: hashable, with ``build(data) -> blackjax SamplingAlgorithm`` and optionally
+    ``data_at_step(data, t)`` (the data at step t, e.g. a minibatch shared by all chains) and
+    ``preferred_chain_block``; a plain ``SamplingAlgorithm`` goes through ``run_algorithm``
+    (or ``Fixed``). ``observe(position, data) -> dict`` of scalars, hashable (a
+    ``PositionObserver`` for functions of the position alone). ``data``: a pytree of arrays
+    (statistics, step size, ...) that enters the compiled functions as an argument, so a
+    sweep over P with fixed shapes compiles once. ``init_positions``: pytree with a leading
+    chain axis. ``schedule``: steps, burn-in, thinning (``Schedule``); ``layout``: devices,
+    chain blocks, host round trips, chain indices (``Layout``).
+
+    The flat keywords of earlier versions (``num_steps=...``, ``chain_block=...``) and a plain
+    ``SamplingAlgorithm`` with ``observe(position)`` still work with a DeprecationWarning.
     """
+    spec, observe, schedule, layout = _upgrade(spec, observe, data, schedule, layout, legacy)
     n_chains = jax.tree.leaves(init_positions)[0].shape[0]
-    _check_run(num_steps, burn_in, thin, n_chains)
-    num_draws = (num_steps - burn_in) // thin
-    mesh = chain_mesh(devices)
+    check_size("n_chains", n_chains, 1)
+    schedule.check()
+    num_steps, burn_in, thin, num_draws = *schedule, schedule.num_draws
+    mesh = chain_mesh(layout.devices)
     n_dev = mesh.size
+    chain_block = layout.chain_block
     if chain_block is None:
         chain_block = -(-n_chains // n_dev)
-        preferred = getattr(algorithm, "preferred_chain_block", None) if data is not None else None
+        preferred = getattr(spec, "preferred_chain_block", None)
         if preferred:
             chain_block = min(chain_block, preferred)
     chain_block = check_size("chain_block", chain_block, 1)
@@ -116,16 +172,16 @@ def run_chains(key, algorithm, init_positions, observe: Callable, *, num_steps: 
     pad = lambda x: jnp.concatenate([x, jnp.repeat(x[:1], n_pad, 0)]) if n_pad else x
     shard = NamedSharding(mesh, PartitionSpec("chains"))
     positions = jax.device_put(jax.tree.map(pad, init_positions), shard)
-    ids = jnp.arange(n_chains) if chain_ids is None else jnp.asarray(chain_ids)
-    if ids.shape != (n_chains,):
+    ids = n_chains if layout.chain_ids is None else jnp.asarray(layout.chain_ids)
+    if not isinstance(ids, int) and ids.shape != (n_chains,):
         raise ValueError(f"chain_ids must have shape ({n_chains},), got {ids.shape}")
-    keys = jax.device_put(pad(jax.vmap(lambda i: jax.random.fold_in(key, i))(ids)), shard)
-    static = dict(algorithm=algorithm, observe=observe, mesh=mesh, chain_block=chain_block)
-    states = _init(positions, keys, data, algorithm=algorithm)
+    keys = jax.device_put(pad(chain_keys(key, ids)), shard)
+    static = dict(algorithm=spec, observe=observe, mesh=mesh, chain_block=chain_block)
+    states = _init(positions, keys, data, algorithm=spec)
     advance = lambda states, keys, t0, n: _advance(states, keys, t0, data, n=n, **static)
     obs = lambda states: _observe(states, data, **static)
 
-    block_draws = block_draws or max(1, math.ceil(num_draws / 50))
+    block_draws = layout.block_draws or max(1, math.ceil(num_draws / 50))
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -161,8 +217,40 @@ def run_chains(key, algorithm, init_positions, observe: Callable, *, num_steps: 
     return Samples(stacked, final, ~(finite_state & finite_draws), info)
 
 
-def _build(algorithm, data):
-    return algorithm if data is None else algorithm.build(data)
+def run_algorithm(key, algorithm, init_positions, observe: Callable, *, schedule: Schedule,
+                  layout: Layout = Layout(), progress: bool = False, desc: str = "chains") -> Samples:
+    """``run_chains`` for a plain blackjax ``SamplingAlgorithm`` and ``observe(position)``
+    (no data: what the algorithm needs is closed over, so every new algorithm compiles anew)."""
+    return run_chains(key, Fixed(algorithm), init_positions, PositionObserver(observe), None,
+                      schedule=schedule, layout=layout, progress=progress, desc=desc)
+
+
+def _upgrade(spec, observe, data, schedule, layout, legacy):
+    """The one form from the flat keywords and plain algorithms of earlier versions."""
+    import warnings
+
+    unknown = set(legacy) - set(_LEGACY)
+    if unknown:
+        raise TypeError(f"run_chains() got unexpected keyword arguments {sorted(unknown)}")
+    if legacy:
+        warnings.warn("run_chains(num_steps=..., burn_in=..., thin=..., devices=..., chain_block=..., "
+                      "block_draws=..., chain_ids=...) is deprecated: pass schedule=Schedule(...) and "
+                      "layout=Layout(...)", DeprecationWarning, stacklevel=3)
+        if schedule is not None and any(k in legacy for k in Schedule._fields):
+            raise TypeError("give either schedule= or num_steps/burn_in/thin, not both")
+        if schedule is None:
+            schedule = Schedule(**{k: legacy[k] for k in Schedule._fields if k in legacy})
+        layout = layout._replace(**{k: legacy[k] for k in Layout._fields if k in legacy})
+    if schedule is None:
+        raise TypeError("run_chains() needs schedule=Schedule(num_steps, burn_in, thin)")
+    if not hasattr(spec, "build"):
+        if data is not None:
+            raise TypeError("with data, spec must have build(data) -> SamplingAlgorithm")
+        warnings.warn("run_chains with a plain SamplingAlgorithm is deprecated: use run_algorithm "
+                      "(or run_chains(key, Fixed(algorithm), init, PositionObserver(observe), ...))",
+                      DeprecationWarning, stacklevel=3)
+        spec, observe = Fixed(spec), PositionObserver(observe)
+    return spec, observe, schedule, layout
 
 
 def _data_at_step(algorithm, data, t):
@@ -170,10 +258,6 @@ def _data_at_step(algorithm, data, t):
     if data is None or not hasattr(algorithm, "data_at_step"):
         return data
     return algorithm.data_at_step(data, t)
-
-
-def _see(observe, position, data):
-    return observe(position) if data is None else observe(position, data)
 
 
 _INIT_FOLD = 2**31 - 1  # the init key of a chain: fold_in(chain key, this); steps use 0, 1, ...
@@ -189,7 +273,7 @@ def _init_one(alg, position, key):
 
 @partial(jax.jit, static_argnames=("algorithm",))
 def _init(positions, keys, data, *, algorithm):
-    alg = _build(algorithm, data)
+    alg = algorithm.build(data)
     return jax.vmap(lambda p, k: _init_one(alg, p, k))(positions, keys)
 
 
@@ -212,7 +296,7 @@ def _advance(states, keys, t0, data, *, algorithm, observe, mesh, chain_block, n
     def local(states, keys, t0, data):
         # data that change with the step (a minibatch shared by all chains) are formed here,
         # once per step and outside the chains' vmap
-        step = lambda s, t: _blocked(_build(algorithm, _data_at_step(algorithm, data, t)), chain_block, s, keys, t)
+        step = lambda s, t: _blocked(algorithm.build(_data_at_step(algorithm, data, t)), chain_block, s, keys, t)
 
         def body(carry, t):
             s, acc = carry
@@ -234,7 +318,7 @@ def _advance(states, keys, t0, data, *, algorithm, observe, mesh, chain_block, n
 def _observe(states, data, *, algorithm, observe, mesh, chain_block):
     def local(states, data):
         split = lambda x: x.reshape((x.shape[0] // chain_block, chain_block) + x.shape[1:])
-        out = jax.lax.map(jax.vmap(lambda st: _see(observe, st.position, data)),
+        out = jax.lax.map(jax.vmap(lambda st: observe(st.position, data)),
                           jax.tree.map(split, states))
         return jax.tree.map(lambda x: x.reshape((x.shape[0] * x.shape[1],) + x.shape[2:]), out)
 
@@ -303,3 +387,7 @@ def nested_rhat(draws: np.ndarray, superchain: np.ndarray) -> float:
     if W <= 0:
         return float("inf") if B > 0 else 1.0
     return float(np.sqrt(1.0 + B / W))
+
+
+__all__ = ["Fixed", "Layout", "PositionObserver", "Samples", "Schedule", "chain_keys", "chain_mesh", "nested_rhat",
+           "run_algorithm", "run_chains", "summarize"]

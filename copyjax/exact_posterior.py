@@ -30,7 +30,7 @@ from blackjax.mcmc.mala import MALAState
 
 from copyjax._checks import check_activation, check_size
 from copyjax.action import expected_loss, marginal_logdensity
-from copyjax.chains import Samples, nested_rhat, run_chains, summarize
+from copyjax.chains import Layout, Samples, Schedule, nested_rhat, run_chains, summarize
 from copyjax.model import attention, shift_matrix, uniform_matrix
 from copyjax.order import reported_order_parameters
 
@@ -327,8 +327,8 @@ def sample_exact_posterior(key, stats, hyper, activation: str, *, n_chains: int,
     eps0 = default_initial_step(activation, hyper) if initial_step_size is None else initial_step_size
     data = {"stats": stats, "step_size": jnp.asarray(eps0, pos_dtype)}
     smp = run_chains(k_run, ExactSampler(hyper, activation, burn_in, target, precondition), init_G,
-                     ExactObserver(hyper, activation), data=data, num_steps=num_steps,
-                     burn_in=burn_in, thin=thin, progress=progress, devices=devices, desc=desc)
+                     ExactObserver(hyper, activation), data, schedule=Schedule(num_steps, burn_in, thin),
+                     layout=Layout(devices=devices), progress=progress, desc=desc)
     start = np.r_[np.zeros(n_chains - n_copy, int), np.ones(n_copy, int)]
     acc = np.asarray(smp.info["acceptance_rate"])
     constant = np.all(np.asarray(smp.draws["logdensity"]) == np.asarray(smp.draws["logdensity"])[:, :1], axis=1)

@@ -216,10 +216,9 @@ def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = F
             init = exact_joint_starts(ki, run, cfg["chains"], stats, hyper, activation)
         else:
             init = training.init_ensemble(ki, cfg["chains"], L, V, hyper, activation, start)
-        s = chains.run_chains(jax.random.fold_in(k_chain, SGLD_STARTS.index(start)), alg, init, obs,
-                              data=data, num_steps=cfg["steps"], burn_in=cfg["steps"] // 2,
-                              thin=max(1, cfg["steps"] // 100), progress=progress,
-                              desc=f"{activation} P={P} sgld/{start}")
+        s = chains.run_chains(jax.random.fold_in(k_chain, SGLD_STARTS.index(start)), alg, init, obs, data,
+                              schedule=chains.Schedule(cfg["steps"], cfg["steps"] // 2, max(1, cfg["steps"] // 100)),
+                              progress=progress, desc=f"{activation} P={P} sgld/{start}")
         for k in OBS_KEYS:
             arrays[f"sgld_{start}_{k}"] = s.draws[k]
         arrays[f"sgld_{start}_divergent"] = s.nonfinite  # (saved name kept)

@@ -33,7 +33,7 @@ from copyjax import exact_posterior as X
 from copyjax import mbar
 from copyjax._checks import check_activation, check_size
 from copyjax.action import action_from_KB, marginal_logdensity
-from copyjax.chains import run_chains
+from copyjax.chains import Layout, Schedule, run_chains
 from copyjax.data import stats_size
 from copyjax.model import attention, shift_matrix, stats_contractions, uniform_matrix
 from copyjax.order import reported_order_parameters
@@ -230,9 +230,9 @@ def sample_umbrella(key, stats, hyper, activation: str, centers, *, kappa: float
     smp = run_chains(k1, UmbrellaSampler(hyper, activation, float(kappa), burn_in, coordinate=coordinate),
                      (G0, jnp.asarray(c, dtype), jnp.asarray(t, dtype)),
                      UmbrellaObserver(hyper, activation, tuple(float(x) for x in t_grid), coordinate),
-                     data=data, num_steps=num_steps, burn_in=burn_in, thin=thin, progress=progress,
-                     devices=devices, desc=desc,
-                     chain_block=None if chain_block is None else min(int(chain_block), c.size))
+                     data, schedule=Schedule(num_steps, burn_in, thin), progress=progress, desc=desc,
+                     layout=Layout(devices=devices,
+                                   chain_block=None if chain_block is None else min(int(chain_block), c.size)))
     d = smp.draws
     data_t = np.stack([np.asarray(d[f"data{i}"], float) for i in range(len(t_grid))], axis=-1)
     P = float(np.trace(np.asarray(stats[0, 0], float)))

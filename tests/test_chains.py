@@ -1,12 +1,17 @@
-"""The chain driver (copyjax.chains.run_chains): compilation counts."""
+"""The chain driver (copyjax.chains): keys, devices, blocks, schedules, non-finite chains,
+compilation counts, the deprecated flat form."""
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
+import pytest
 
 import copyjax as cj
 from copyjax import chains as C
 from copyjax import network as N
 from copyjax import samplers as S
+
+from _networks import small
 
 
 def test_a_sweep_over_P_compiles_once():
@@ -26,5 +31,104 @@ def test_a_sweep_over_P_compiles_once():
     for P in (20, 40, 80):
         st = cj.sufficient_stats(cj.sample_tokens(jax.random.key(P), P, L, V), V).astype(jnp.float32)
         data = {"stats": st, "step_size": jnp.float32(1e-3 / P)}
-        s = C.run_chains(jax.random.key(1), spec, init, observe, num_steps=6, thin=2, data=data)
+        s = C.run_chains(jax.random.key(1), spec, init, observe, data, schedule=C.Schedule(6, thin=2))
         assert s.draws["w"].shape == (4, 3)
+
+
+@pytest.mark.parametrize("act", ["linear", "softmax"])
+def test_four_devices_match_one_device(act):
+    assert len(jax.devices()) == 4
+    h, toks, st, init = small(act)
+    obs = lambda p: N.observables(p, st, h, act)
+    run = lambda devs: C.run_algorithm(jax.random.key(2), S.sgld(st, h, act, 1e-3), init, obs,
+                                       schedule=C.Schedule(60, thin=10), layout=C.Layout(devs, chain_block=4))
+    one, four = run(jax.devices()[:1]), run(None)
+    # bit for bit: same per-device program (shard_map), the same chain_block, and a softmax
+    # whose row sums are matmuls (copyjax.model._row_softmax)
+    for a, b in zip(jax.tree.leaves(one.final), jax.tree.leaves(four.final)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    np.testing.assert_array_equal(one.draws["cG"], four.draws["cG"])
+
+
+def test_chain_alone_equals_chain_in_batch_and_keys_advance():
+    h, toks, st, init = small()
+    obs = lambda p: {"g": p.G[0, 1], "w": p.W[0, 0]}
+    alg = S.sgld(st, h, "linear", 1e-3)
+    one_device = jax.devices()[:1]
+    full = C.run_algorithm(jax.random.key(5), alg, init, obs, schedule=C.Schedule(40),
+                           layout=C.Layout(one_device, chain_block=1))
+    alone = C.run_algorithm(jax.random.key(5), alg, jax.tree.map(lambda x: x[5:6], init), obs,
+                            schedule=C.Schedule(40), layout=C.Layout(one_device, chain_ids=[5]))
+    np.testing.assert_array_equal(full.draws["g"][5], alone.draws["g"][0])
+    again = C.run_algorithm(jax.random.key(5), alg, init, obs, schedule=C.Schedule(40),
+                            layout=C.Layout(one_device, chain_block=1))
+    np.testing.assert_array_equal(full.draws["g"], again.draws["g"])
+    # per-step keys differ: the noise increments of a chain are not repeated
+    inc = np.diff(full.draws["g"][0])
+    assert len(np.unique(np.round(inc, 7))) == len(inc)
+    # and chains started at the same point diverge (different chain keys)
+    same = jax.tree.map(lambda x: jnp.repeat(x[:1], 2, 0), init)
+    two = C.run_algorithm(jax.random.key(5), alg, same, obs, schedule=C.Schedule(5))
+    assert not np.array_equal(two.draws["g"][0], two.draws["g"][1])
+
+
+def test_nonfinite_chain_is_flagged_and_excluded():
+    grad = lambda key, x: jnp.where(x[0] > 5, jnp.nan, -x)
+    init = jnp.array([[0.0, 0.0], [6.0, 0.0]])
+    s = C.run_algorithm(jax.random.key(0), S.sgld_from_grad(grad, 0.01), init,
+                        lambda x: {"x": x[1]}, schedule=C.Schedule(20))
+    assert s.nonfinite.tolist() == [False, True]
+    summ = C.summarize(s.draws["x"], s.nonfinite)
+    assert summ["n_excluded"] == 1 and np.isfinite(summ["mean"])
+    with pytest.warns(DeprecationWarning, match="nonfinite"):  # the old name still works
+        assert s.divergent.tolist() == [False, True]
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(schedule=C.Schedule(0)), "num_steps"),
+        (dict(schedule=C.Schedule(10, burn_in=10)), "burn_in"),
+        (dict(schedule=C.Schedule(10, burn_in=-1)), "burn_in"),
+        (dict(schedule=C.Schedule(10, thin=0)), "thin"),
+        (dict(schedule=C.Schedule(10, thin=20)), "thin"),
+        (dict(schedule=C.Schedule(2.5)), "num_steps"),
+        (dict(schedule=C.Schedule(10), layout=C.Layout(chain_block=0)), "chain_block"),
+        (dict(schedule=C.Schedule(10), layout=C.Layout(chain_ids=[0, 1, 2])), "chain_ids"),
+    ],
+)
+def test_bad_run_arguments(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        C.run_algorithm(jax.random.key(0), S.sgld_from_grad(lambda k, x: -x, 0.1), jnp.zeros((2, 1)),
+                        lambda x: {"x": x[0]}, **kwargs)
+
+
+def test_deprecated_flat_form_gives_the_same_draws():
+    # the form of earlier versions (flat keywords, plain algorithm, observe(position)) still
+    # runs, warns, and is the same run as the grouped form
+    h, toks, st, init = small()
+    alg = S.sgld(st, h, "linear", 1e-3)
+    obs = lambda p: {"g": p.G[0, 1]}
+    new = C.run_algorithm(jax.random.key(3), alg, init, obs, schedule=C.Schedule(12, 4, 2),
+                          layout=C.Layout(chain_block=2))
+    with pytest.warns(DeprecationWarning) as record:
+        old = C.run_chains(jax.random.key(3), alg, init, obs, num_steps=12, burn_in=4, thin=2, chain_block=2)
+    said = " ".join(str(w.message) for w in record)
+    assert "schedule=Schedule" in said and "run_algorithm" in said
+    np.testing.assert_array_equal(new.draws["g"], old.draws["g"])
+    with pytest.raises(TypeError, match="schedule"):
+        C.run_chains(jax.random.key(3), C.Fixed(alg), init, C.PositionObserver(obs))
+    with pytest.raises(TypeError, match="unexpected"):
+        C.run_chains(jax.random.key(3), C.Fixed(alg), init, C.PositionObserver(obs),
+                     schedule=C.Schedule(2), num_step=3)
+
+
+def test_rerunning_a_plain_algorithm_compiles_once():
+    # Fixed(alg) and PositionObserver(fn) compare equal when they wrap the same objects, so
+    # the driver's compiled step is reused across calls
+    h, toks, st, init = small()
+    chex.clear_trace_counter()
+    obs = chex.assert_max_traces(lambda p: {"g": p.G[0, 1]}, n=1)
+    alg = S.sgld(st, h, "linear", 1e-3)
+    for seed in range(3):
+        C.run_algorithm(jax.random.key(seed), alg, init, obs, schedule=C.Schedule(4))

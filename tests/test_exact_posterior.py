@@ -20,8 +20,8 @@ def test_adaptive_mala_samples_a_badly_scaled_gaussian():
     mean, sd = jnp.array([1.0, -2.0]), jnp.array([1.0, 0.1])
     alg = X.as_top_level_api(_gauss(mean, sd), 1e-3, n_adapt=500)
     init = jnp.tile(jnp.array([10.0, 10.0]), (64, 1))
-    s = C.run_chains(jax.random.key(0), alg, init, lambda st: {"a": st[0], "b": st[1]},
-                     num_steps=2500, burn_in=500, thin=2)
+    s = C.run_algorithm(jax.random.key(0), alg, init, lambda st: {"a": st[0], "b": st[1]},
+                        schedule=C.Schedule(2500, 500, 2))
     for k, m, d in (("a", 1.0, 1.0), ("b", -2.0, 0.1)):
         summ = C.summarize(s.draws[k])
         assert summ["ess"] > 400, summ
@@ -90,8 +90,8 @@ def test_exact_sampler_matches_fixed_step_mala(act):
     eps = 0.2 * float(np.median(run.step_size))
     G0 = jnp.sqrt(h.sigma_g2) * jax.random.normal(jax.random.key(5), (64, L, L))
     obs = lambda G: cj.reported_order_parameters(cj.attention(G, act), act)
-    ref = C.run_chains(jax.random.key(6), S.mala_marginal(st, h, act, 5 * eps), G0, obs,
-                       num_steps=3000, burn_in=1000, thin=10)
+    ref = C.run_algorithm(jax.random.key(6), S.mala_marginal(st, h, act, 5 * eps), G0, obs,
+                          schedule=C.Schedule(3000, 1000, 10))
     b = C.summarize(ref.draws["cG"])
     a = summ["cG"]
     assert abs(a["mean"] - b["mean"]) < 4 * np.hypot(a["mcse"], b["mcse"]), (a, b)

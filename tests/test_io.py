@@ -22,8 +22,8 @@ def test_arviz_round_trip(tmp_path):
     h = cj.default_hyper(act, L)
     st = cj.sufficient_stats(cj.sample_tokens(jax.random.key(0), 20, L, V), V)
     init = jax.vmap(lambda k: N.init_params(k, L, V, h, jnp.float64))(jax.random.split(jax.random.key(1), 4))
-    s = C.run_chains(jax.random.key(2), S.mala(st, h, act, 1e-3), init,
-                     lambda p: N.observables(p, st, h, act), num_steps=40, burn_in=10, thin=2)
+    s = C.run_algorithm(jax.random.key(2), S.mala(st, h, act, 1e-3), init,
+                        lambda p: N.observables(p, st, h, act), schedule=C.Schedule(40, 10, 2))
     data = io.to_inference_data(s, attrs={"P": 20, "L": L, "V": V})
     post = data["posterior"]
     assert set(s.draws) <= set(post.data_vars)

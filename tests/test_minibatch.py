@@ -75,7 +75,7 @@ def test_shared_layout_is_the_statistics_path_on_the_steps_common_batch():
     data = {"stats": stats, "tokens": toks, "step_size": jnp.float32(eps), "batch_key": bkey}
     spec = S.NetworkSampler(h, act, "sgld", B, "shared")
     init = jax.tree.map(lambda x: jnp.stack([x, x]), p)
-    out = C.run_chains(key, spec, init, lambda q, d: {"w": q.W[0, 0]}, num_steps=1, data=data)
+    out = C.run_chains(key, spec, init, lambda q, d: {"w": q.W[0, 0]}, data, schedule=C.Schedule(1))
     cb = MB.batch_stats(toks[MB.draw_batch(jax.random.fold_in(bkey, 0), P, B)], V, P)
     np.testing.assert_allclose(jnp.trace(cb[0, 0]), P, rtol=1e-6)  # scaled to P sequences
     g = jax.grad(lambda q: N.logdensity_from_stats(q, cb, h, act))
@@ -98,8 +98,9 @@ def test_independent_minibatches_run_in_blocks_of_eight_by_default():
     spec = S.NetworkSampler(h, act, "sgld", B)
     assert spec.preferred_chain_block == 8 and S.NetworkSampler(h, act, "sgld").preferred_chain_block is None
     init = jax.vmap(lambda k: N.init_params(k, L, V, h))(jax.random.split(jax.random.key(2), 16))
-    run = lambda **kw: C.run_chains(jax.random.key(3), spec, init, lambda q, d: {"w": q.W[0, 0]},
-                                    num_steps=3, data=data, devices=jax.devices()[:1], **kw).final.position.W
+    run = lambda **kw: C.run_chains(jax.random.key(3), spec, init, lambda q, d: {"w": q.W[0, 0]}, data,
+                                    schedule=C.Schedule(3),
+                                    layout=C.Layout(devices=jax.devices()[:1], **kw)).final.position.W
     np.testing.assert_array_equal(run(), run(chain_block=8))
     np.testing.assert_allclose(run(), run(chain_block=16), rtol=1e-4, atol=1e-6)
 

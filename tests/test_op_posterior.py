@@ -26,8 +26,8 @@ def test_linear_op_sampler_matches_mala_on_G_at_expected_stats():
     op = O.sample_op_posterior(jax.random.key(0), P, L, V, "linear", h, n_chains=128,
                                n_draws=200, n_warmup=100)
     init = 0.3 * jax.random.normal(jax.random.key(1), (256, L, L))
-    g = C.run_chains(jax.random.key(2), S.mala_marginal(cj.expected_stats(P, L, V), h, "linear", 0.05),
-                     init, _sign_fixed, num_steps=4000, burn_in=1000, thin=10)
+    g = C.run_algorithm(jax.random.key(2), S.mala_marginal(cj.expected_stats(P, L, V), h, "linear", 0.05),
+                        init, _sign_fixed, schedule=C.Schedule(4000, 1000, 10))
     for k in ("c1", "cG"):
         a, b = C.summarize(op.draws[k]), C.summarize(g.draws[k])
         assert a["rhat"] < 1.05 and b["rhat"] < 1.05, (k, a, b)

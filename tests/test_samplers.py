@@ -8,13 +8,7 @@ from copyjax import chains as C
 from copyjax import network as N
 from copyjax import samplers as S
 
-
-def small(act="linear", L=6, V=3, P=40, dtype=jnp.float32):
-    h = cj.default_hyper(act, L)
-    toks = cj.sample_tokens(jax.random.key(0), P, L, V)
-    st = cj.sufficient_stats(toks, V).astype(dtype)
-    init = jax.vmap(lambda k: N.init_params(k, L, V, h, dtype))(jax.random.split(jax.random.key(1), 16))
-    return h, toks, st, init
+from _networks import small
 
 
 def test_stats_gradient_equals_per_sequence_autodiff():
@@ -27,42 +21,6 @@ def test_stats_gradient_equals_per_sequence_autodiff():
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.parametrize("act", ["linear", "softmax"])
-def test_four_devices_match_one_device(act):
-    assert len(jax.devices()) == 4
-    h, toks, st, init = small(act)
-    obs = lambda p: N.observables(p, st, h, act)
-    run = lambda devs: C.run_chains(jax.random.key(2), S.sgld(st, h, act, 1e-3), init, obs,
-                                    num_steps=60, thin=10, devices=devs, chain_block=4)
-    one, four = run(jax.devices()[:1]), run(None)
-    # bit for bit: same per-device program (shard_map), the same chain_block, and a softmax
-    # whose row sums are matmuls (copyjax.model._row_softmax)
-    for a, b in zip(jax.tree.leaves(one.final), jax.tree.leaves(four.final)):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    np.testing.assert_array_equal(one.draws["cG"], four.draws["cG"])
-
-
-def test_chain_alone_equals_chain_in_batch_and_keys_advance():
-    h, toks, st, init = small()
-    obs = lambda p: {"g": p.G[0, 1], "w": p.W[0, 0]}
-    alg = S.sgld(st, h, "linear", 1e-3)
-    full = C.run_chains(jax.random.key(5), alg, init, obs, num_steps=40, thin=1, chain_block=1,
-                        devices=jax.devices()[:1])
-    alone = C.run_chains(jax.random.key(5), alg, jax.tree.map(lambda x: x[5:6], init), obs,
-                         num_steps=40, thin=1, chain_ids=[5], devices=jax.devices()[:1])
-    np.testing.assert_array_equal(full.draws["g"][5], alone.draws["g"][0])
-    again = C.run_chains(jax.random.key(5), alg, init, obs, num_steps=40, thin=1, chain_block=1,
-                         devices=jax.devices()[:1])
-    np.testing.assert_array_equal(full.draws["g"], again.draws["g"])
-    # per-step keys differ: the noise increments of a chain are not repeated
-    inc = np.diff(full.draws["g"][0])
-    assert len(np.unique(np.round(inc, 7))) == len(inc)
-    # and chains started at the same point diverge (different chain keys)
-    same = jax.tree.map(lambda x: jnp.repeat(x[:1], 2, 0), init)
-    two = C.run_chains(jax.random.key(5), alg, same, obs, num_steps=5, thin=1)
-    assert not np.array_equal(two.draws["g"][0], two.draws["g"][1])
-
-
 def test_sgld_bias_on_gaussian_is_first_order_in_step_size():
     # Target N(m, s^2) per coordinate (m = (1, -2): a sign error would show). Euler-
     # Maruyama SGLD with exact gradient has stationary variance s^2 / (1 - eps / (2 s^2)):
@@ -73,8 +31,8 @@ def test_sgld_bias_on_gaussian_is_first_order_in_step_size():
     init = jnp.zeros((4096, 2))
     eps_list, bias = [0.05, 0.1, 0.2], []
     for eps in eps_list:
-        s = C.run_chains(jax.random.key(0), S.sgld_from_grad(grad, eps), init,
-                         lambda x: {"x0": x[0], "x1": x[1]}, num_steps=2200, burn_in=200, thin=5)
+        s = C.run_algorithm(jax.random.key(0), S.sgld_from_grad(grad, eps), init,
+                            lambda x: {"x0": x[0], "x1": x[1]}, schedule=C.Schedule(2200, 200, 5))
         x = np.stack([s.draws["x0"], s.draws["x1"]], -1).reshape(-1, 2)
         np.testing.assert_allclose(x.mean(0), m, atol=0.01)
         v = x.var(0).mean()
@@ -95,46 +53,16 @@ def test_sgld_on_network_matches_exact_marginal():
     n = 512
     ks = jax.random.split(jax.random.key(4), n)
     init = jax.vmap(lambda k: N.init_params(k, L, V, h, jnp.float64))(ks)
-    s1 = C.run_chains(jax.random.key(6), S.sgld(st, h, act, 2e-3), init,
-                      lambda p: N.observables(p, st, h, act), num_steps=3000, burn_in=1000, thin=20)
-    s2 = C.run_chains(jax.random.key(7), S.mala_marginal(st, h, act, 0.05), init.G,
-                      lambda G: {"cG": cj.order_parameters(cj.attention(G, act))[1]},
-                      num_steps=3000, burn_in=1000, thin=20)
+    s1 = C.run_algorithm(jax.random.key(6), S.sgld(st, h, act, 2e-3), init,
+                         lambda p: N.observables(p, st, h, act), schedule=C.Schedule(3000, 1000, 20))
+    s2 = C.run_algorithm(jax.random.key(7), S.mala_marginal(st, h, act, 0.05), init.G,
+                         lambda G: {"cG": cj.order_parameters(cj.attention(G, act))[1]},
+                         schedule=C.Schedule(3000, 1000, 20))
     a, b = C.summarize(s1.draws["cG"]), C.summarize(s2.draws["cG"])
     assert a["n_excluded"] == 0 and b["rhat"] < 1.05
     tol = 4 * np.hypot(a["mcse"], b["mcse"]) + 0.01
     assert abs(a["mean"] - b["mean"]) < tol, (a, b)
     assert abs(a["sd"] - b["sd"]) < 0.1 * b["sd"] + 0.01
-
-
-def test_nonfinite_chain_is_flagged_and_excluded():
-    grad = lambda key, x: jnp.where(x[0] > 5, jnp.nan, -x)
-    init = jnp.array([[0.0, 0.0], [6.0, 0.0]])
-    s = C.run_chains(jax.random.key(0), S.sgld_from_grad(grad, 0.01), init,
-                     lambda x: {"x": x[1]}, num_steps=20, thin=1)
-    assert s.nonfinite.tolist() == [False, True]
-    summ = C.summarize(s.draws["x"], s.nonfinite)
-    assert summ["n_excluded"] == 1 and np.isfinite(summ["mean"])
-    with pytest.warns(DeprecationWarning, match="nonfinite"):  # the old name still works
-        assert s.divergent.tolist() == [False, True]
-
-
-@pytest.mark.parametrize(
-    "kwargs, name",
-    [
-        (dict(num_steps=0), "num_steps"),
-        (dict(num_steps=10, burn_in=10), "burn_in"),
-        (dict(num_steps=10, burn_in=-1), "burn_in"),
-        (dict(num_steps=10, thin=0), "thin"),
-        (dict(num_steps=10, thin=20), "thin"),
-        (dict(num_steps=2.5), "num_steps"),
-        (dict(num_steps=10, chain_block=0), "chain_block"),
-    ],
-)
-def test_bad_run_arguments(kwargs, name):
-    with pytest.raises(ValueError, match=name):
-        C.run_chains(jax.random.key(0), S.sgld_from_grad(lambda k, x: -x, 0.1), jnp.zeros((2, 1)),
-                     lambda x: {"x": x[0]}, **kwargs)
 
 
 def test_bad_sampler_arguments():
@@ -162,14 +90,14 @@ def test_psgld_samples_a_badly_scaled_gaussian():
     s = jnp.array([0.05, 2.0])
     grad = lambda k, x: -x / s**2
     init = s * jax.random.normal(jax.random.key(0), (2048, 2))
-    run = C.run_chains(jax.random.key(1), S.psgld_from_grad(grad, 0.002, adapt_steps=1000), init,
-                       lambda st: {"a": st[0], "b": st[1]}, num_steps=8000, burn_in=6000, thin=20)
+    run = C.run_algorithm(jax.random.key(1), S.psgld_from_grad(grad, 0.002, adapt_steps=1000), init,
+                          lambda st: {"a": st[0], "b": st[1]}, schedule=C.Schedule(8000, 6000, 20))
     v = np.array([run.draws["a"].var(), run.draws["b"].var()]) / np.asarray(s) ** 2
     np.testing.assert_allclose(v, 1.0, rtol=0.05)
     # plain SGLD at the same step is unstable on the narrow direction (eps / s^2 = 0.8 is
     # fine, so use a step that suits the wide one: 0.01 / 0.0025 = 4 > 2 diverges)
-    bad = C.run_chains(jax.random.key(1), S.sgld_from_grad(grad, 0.01), init,
-                       lambda st: {"a": st[0]}, num_steps=50, thin=1)
+    bad = C.run_algorithm(jax.random.key(1), S.sgld_from_grad(grad, 0.01), init,
+                          lambda st: {"a": st[0]}, schedule=C.Schedule(50))
     assert bad.nonfinite.all() or np.abs(bad.draws["a"]).max() > 1e3
 
 
@@ -205,7 +133,7 @@ def test_psgld_init_draws_its_minibatch_from_the_chain_key():
     np.testing.assert_array_equal(a, b)
     assert not np.allclose(a, c)
     init = jax.tree.map(lambda x: jnp.stack([x, x]), p)
-    s = C.run_chains(jax.random.key(4), alg, init, lambda q: {"w": q.W[0, 0]}, num_steps=1)
+    s = C.run_algorithm(jax.random.key(4), alg, init, lambda q: {"w": q.W[0, 0]}, schedule=C.Schedule(1))
     assert not np.allclose(s.final.sq_avg.W[0], s.final.sq_avg.W[1])
 
 
@@ -225,3 +153,4 @@ def test_network_sampler_kinds():
         S.NetworkSampler(h, "softmax", "hmc").build(data)
     with pytest.raises(ValueError, match="step_size"):
         S.mala(st, h, "softmax", -1.0)
+
