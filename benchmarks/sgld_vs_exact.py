@@ -22,7 +22,6 @@ form's P* for softmax, 0.5 x P_1 and 3 x P_x for linear), on one sampled data se
 Writes ``OUT/sgld_vs_exact.json`` and prints the markdown tables of docs/sampling.md.
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -62,6 +61,7 @@ from copyjax import samplers as S  # noqa: E402
 from copyjax import training  # noqa: E402
 from copyjax.data import streamed_tokens  # noqa: E402
 from copyjax.experiments import EXACT_KEYS, auto_step_size, exact_joint_starts, exact_thin  # noqa: E402
+from copyjax.results import write_json  # noqa: E402
 
 acts = ["softmax", "linear"] if a.activation == "both" else [a.activation]
 rows, relax = [], []
@@ -172,12 +172,10 @@ for L in a.L:
             print(f"relaxation L={L} {act} P={P}: " + ", ".join(
                 f"{k} {v['steps']} steps / {v['seconds'] if v['seconds'] is None else round(v['seconds'], 1)} s"
                 for k, v in res.items() if isinstance(v, dict)), flush=True)
-            with open(os.path.join(a.out, "sgld_vs_exact.json"), "w") as f:
-                json.dump({"args": vars(a), "drift": rows, "relaxation": relax}, f, indent=1)
+            write_json(os.path.join(a.out, "sgld_vs_exact.json"), {"args": vars(a), "drift": rows, "relaxation": relax})
 
-with open(os.path.join(a.out, "sgld_vs_exact.json"), "w") as f:
-    json.dump({"args": vars(a), "drift": rows, "relaxation": relax,
-               "wall_s": time.perf_counter() - t_all}, f, indent=1)
+write_json(os.path.join(a.out, "sgld_vs_exact.json"), {"args": vars(a), "drift": rows, "relaxation": relax,
+                                                       "wall_s": time.perf_counter() - t_all})
 print(f"\n## SGLD from exact joint draws: drift from the exact posterior ({a.steps} steps, "
       f"second half recorded, {a.chains} chains)\n")
 print("| L | act | P | step (x auto) | batch | exact a_G / abs(c_G) | SGLD | drift (se) | sd SGLD / exact |")

@@ -14,6 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 
 ACTIVATIONS = ("linear", "softmax")
+# the theory's three actions: MAP of G, posterior form (W and G's fluctuations), joint MAP of (W, G)
+FORMS = ("map", "posterior", "joint_map")
 
 
 def is_concrete(x) -> bool:
@@ -40,6 +42,43 @@ def check_positive(name: str, value) -> None:
     v = float(arr)
     if not math.isfinite(v) or v <= 0:
         raise ValueError(f"{name} must be a finite real number > 0, got {value!r}")
+
+
+def check_burn_in(burn_in: int, num_steps: int, minimum: int = 0) -> int:
+    """A burn-in that leaves steps to record: an integer in [minimum, num_steps)."""
+    burn_in = check_size("burn_in", burn_in, minimum)
+    if burn_in >= num_steps:
+        raise ValueError(f"burn_in must be < num_steps = {num_steps}, got {burn_in}")
+    return burn_in
+
+
+def check_P(P, name: str = "P") -> float:
+    """A finite number of sequences > 0 (real-valued: the theory interpolates in P)."""
+    try:
+        v = float(P)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number > 0, got {P!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {P!r}")
+    return v
+
+
+def check_P_grid(Ps, name: str = "Ps") -> np.ndarray:
+    """A non-empty, strictly increasing grid of finite positive P."""
+    arr = np.asarray(Ps, dtype=float).reshape(-1)
+    if arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty grid of P > 0, got an empty one")
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"{name} must hold finite values > 0, got {arr.tolist()}")
+    if np.any(np.diff(arr) <= 0):
+        raise ValueError(f"{name} must be strictly increasing, got {arr.tolist()}")
+    return arr
+
+
+def check_form(form) -> str:
+    if form not in FORMS:
+        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+    return form
 
 
 def check_activation(activation) -> str:

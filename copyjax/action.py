@@ -14,7 +14,6 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
-import numpy as np
 
 from copyjax._checks import check_activation, check_square, check_stats, is_concrete
 from copyjax.data import stats_size
@@ -85,8 +84,7 @@ def exact_action(G: jax.Array, stats: jax.Array, hyper, activation: str) -> jax.
     check_stats(stats, L)
     G = jnp.asarray(G)
     G = G.astype(_float_dtype(G))
-    A = attention(G, activation)
-    value = data_action(A, stats, hyper) + 0.5 * jnp.sum(G**2) / hyper.sigma_g2
+    value = _action(attention(G, activation), G, stats, hyper)
     return _raise_if_not_pd(value, "exact_action")
 
 
@@ -95,9 +93,14 @@ def marginal_logdensity(G: jax.Array, stats: jax.Array, hyper, activation: str) 
     (no argument checks: traced inside samplers). ``-inf`` (never NaN) where M is not
     positive definite, so a Metropolis step rejects such a proposal. The pattern is formed in
     the statistics' dtype (the O(L^2 V^2) contraction dominates the cost)."""
-    A = attention(G.astype(stats.dtype), activation)
-    v = -(data_action(A, stats, hyper) + 0.5 * jnp.sum(G**2) / hyper.sigma_g2)
+    v = -_action(attention(G.astype(stats.dtype), activation), G, stats, hyper)
     return jnp.where(jnp.isfinite(v), v, -jnp.inf)
+
+
+def _action(A, G, stats, hyper):
+    """``S_P(G)``, written once: the data action of the pattern ``A = attention(G)`` plus
+    the Gaussian prior of ``G`` (in G's own dtype)."""
+    return data_action(A, stats, hyper) + 0.5 * jnp.sum(G**2) / hyper.sigma_g2
 
 
 def action_from_features(h: jax.Array, y: jax.Array, P, hyper) -> jax.Array:

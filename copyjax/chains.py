@@ -28,7 +28,7 @@ try:
 except ImportError:  # older jax
     from jax.experimental.shard_map import shard_map
 
-from copyjax._checks import check_size
+from copyjax._checks import check_burn_in, check_size
 
 
 class Samples(NamedTuple):
@@ -85,9 +85,7 @@ class Schedule(NamedTuple):
     def check(self) -> "Schedule":
         check_size("num_steps", self.num_steps, 1)
         check_size("thin", self.thin, 1)
-        check_size("burn_in", self.burn_in, 0)
-        if self.burn_in >= self.num_steps:
-            raise ValueError(f"burn_in must be < num_steps = {self.num_steps}, got {self.burn_in}")
+        check_burn_in(self.burn_in, self.num_steps)
         if self.num_draws < 1:
             raise ValueError(f"thin must be <= num_steps - burn_in = {self.num_steps - self.burn_in}, "
                              f"got {self.thin}")

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from copyjax._checks import check_size, check_tokens
+from copyjax._checks import check_P, check_size, check_tokens, is_concrete
 
 # Sequences per chunk when streaming: a chunk's pair codes take 2 * chunk * L^2 bytes.
 DEFAULT_CHUNK = 8192
@@ -129,10 +129,8 @@ def expected_stats(P, L: int, V: int, dtype=jnp.float32) -> jax.Array:
     ``P`` may be a traced scalar (so a sweep over P does not recompile).
     """
     L, V = check_size("L", L, 2), check_size("V", V, 2)
-    if not isinstance(P, jax.core.Tracer):
-        p = np.asarray(P)
-        if p.ndim != 0 or not np.isfinite(p) or p <= 0:
-            raise ValueError(f"P must be a finite number > 0, got {P!r}")
+    if is_concrete(P):
+        check_P(P)
     eye_L = jnp.eye(L, dtype=dtype)[:, :, None, None]
     diag = jnp.eye(V, dtype=dtype) / V
     off = jnp.full((V, V), 1.0 / V**2, dtype=dtype)

@@ -28,7 +28,7 @@ from blackjax.adaptation.step_size import DualAveragingAdaptationState, dual_ave
 from blackjax.base import SamplingAlgorithm
 from blackjax.mcmc.mala import MALAState
 
-from copyjax._checks import check_activation, check_size
+from copyjax._checks import check_activation, check_burn_in, check_size
 from copyjax.action import expected_loss, marginal_logdensity
 from copyjax.chains import Layout, Samples, Schedule, nested_rhat, run_chains, summarize
 from copyjax.model import attention, shift_matrix, uniform_matrix
@@ -310,9 +310,7 @@ def sample_exact_posterior(key, stats, hyper, activation: str, *, n_chains: int,
     num_steps = check_size("num_steps", num_steps, 2)
     warmup_steps = (default_warmup_steps(activation) if warmup_steps is None
                     else check_size("warmup_steps", warmup_steps, 0))
-    burn_in = num_steps // 3 if burn_in is None else check_size("burn_in", burn_in, 1)
-    if burn_in >= num_steps:
-        raise ValueError(f"burn_in must be < num_steps = {num_steps}, got {burn_in}")
+    burn_in = num_steps // 3 if burn_in is None else check_burn_in(burn_in, num_steps, minimum=1)
     # blackjax's Gaussian noise follows the default float type (float64 under x64), so the
     # positions take it; the O(L^2 V^2) contraction runs in the statistics' dtype (float32
     # statistics: twice the speed; the Metropolis test stays exact for that density)

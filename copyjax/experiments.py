@@ -1,14 +1,10 @@
 """One point of the phase diagram: theory, SGLD chains and an Adam ensemble at (activation, P).
 
-Results are written one file per point, atomically (temporary file + ``os.replace``), so an
-interrupted sweep resumes with the finished points reused.
+Results are written one file per point, atomically (``copyjax.results``), so an interrupted
+sweep resumes with the finished points reused.
 """
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import tempfile
 import time
 from functools import partial
 
@@ -16,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from copyjax import chains, exact_posterior, network, samplers, theory, training
+from copyjax import chains, exact_posterior, network, results, samplers, theory, training
 from copyjax.data import sampled_stats, stats_size, streamed_tokens
 from copyjax.hyper import Hyper
 from copyjax.model import attention, log_likelihood_from_stats
@@ -50,33 +46,6 @@ DEFAULT_EXACT_STEPS = {"softmax": 900, "linear": 1800}
 def exact_thin(steps: int) -> int:
     """Thinning of the exact chains: about 30 recorded draws per chain after the burn-in."""
     return max(1, (steps - steps // 3) // 30)
-
-
-def config_hash(cfg: dict) -> str:
-    return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def atomic_write_bytes(path: str, data: bytes) -> None:
-    d = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def atomic_savez(path: str, **arrays) -> None:
-    import io
-
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    atomic_write_bytes(path, buf.getvalue())
 
 
 def auto_step_size(P: float, V: int, hyper: Hyper, scale: float = 0.05) -> float:
@@ -365,22 +334,14 @@ def point_line(p: dict) -> str:
     return line
 
 
-def point_path(out: str, activation: str, index: int) -> str:
-    return os.path.join(out, "points", f"{activation}_{index:03d}")
-
-
 def load_or_run_point(cfg, out, activation, P, index, progress=False):
-    """Reuse a finished point (same configuration hash) or compute and save it."""
-    base = point_path(out, activation, index)
-    if os.path.exists(base + ".json") and os.path.exists(base + ".npz"):
-        with open(base + ".json") as f:
-            summary = json.load(f)
-        if summary.get("config_hash") == config_hash(cfg) and summary.get("P") == int(P):
-            with np.load(base + ".npz") as z:
-                return summary, dict(z), True
+    """Reuse a finished point (same configuration hash) or compute and save it
+    (``copyjax.results``: atomic writes, summary last)."""
+    base = results.point_path(out, activation, index)
+    done = results.load_point(base, results.config_hash(cfg), P)
+    if done is not None:
+        return *done, True
     summary, arrays = run_point(cfg, activation, P, index, progress)
-    summary["config_hash"] = config_hash(cfg)
-    # arrays first, summary last: a point counts as done only once its summary exists
-    atomic_savez(base + ".npz", **arrays)
-    atomic_write_bytes(base + ".json", json.dumps(summary, indent=1).encode())
+    summary["config_hash"] = results.config_hash(cfg)
+    results.save_point(base, summary, arrays)
     return summary, arrays, False

@@ -29,9 +29,9 @@ import jax.numpy as jnp
 import numpy as np
 from blackjax.base import SamplingAlgorithm
 
-from copyjax import exact_posterior as X
+from copyjax import exact_posterior
 from copyjax import mbar
-from copyjax._checks import check_activation, check_size
+from copyjax._checks import check_activation, check_burn_in, check_positive, check_size
 from copyjax.action import action_from_KB, marginal_logdensity
 from copyjax.chains import Layout, Schedule, run_chains
 from copyjax.data import stats_size
@@ -80,7 +80,7 @@ class UmbrellaState(NamedTuple):
     """``inner``: the adaptive MALA state on the biased density; ``center``: the window's
     centre c_k; ``t``: its likelihood temper (beta -> t beta). ``position`` is G."""
 
-    inner: X.AdaptiveMALAState
+    inner: exact_posterior.AdaptiveMALAState
     center: jax.Array
     t: jax.Array
 
@@ -108,13 +108,13 @@ class UmbrellaSampler(NamedTuple):
     coordinate: str = "copy"
 
     def build(self, data) -> SamplingAlgorithm:
-        kernel = X.build_kernel(self.n_adapt, self.target)
+        kernel = exact_posterior.build_kernel(self.n_adapt, self.target)
         lp = lambda c, t: (lambda G: biased_logdensity(G, data["stats"], self.hyper, self.activation,
                                                        c, self.kappa, t, self.coordinate))
 
         def init(position):
             G, c, t = position
-            return UmbrellaState(X.init(G, lp(c, t), data["step_size"], self.target), c, t)
+            return UmbrellaState(exact_posterior.init(G, lp(c, t), data["step_size"], self.target), c, t)
 
         def step(key, state):
             inner, info = kernel(key, state.inner, lp(state.center, state.t))
@@ -203,11 +203,8 @@ def sample_umbrella(key, stats, hyper, activation: str, centers, *, kappa: float
     check_activation(activation)
     check_coordinate(coordinate, activation)
     num_steps = check_size("num_steps", num_steps, 2)
-    burn_in = num_steps // 3 if burn_in is None else check_size("burn_in", burn_in, 1)
-    if burn_in >= num_steps:
-        raise ValueError(f"burn_in must be < num_steps = {num_steps}, got {burn_in}")
-    if not kappa > 0:
-        raise ValueError(f"kappa must be > 0, got {kappa}")
+    burn_in = num_steps // 3 if burn_in is None else check_burn_in(burn_in, num_steps, minimum=1)
+    check_positive("kappa", kappa)
     centers = np.atleast_1d(np.asarray(centers, float))
     temps = np.atleast_1d(np.asarray(temps, float))
     if centers.size < 1 or np.any(~np.isfinite(centers)):
@@ -225,7 +222,7 @@ def sample_umbrella(key, stats, hyper, activation: str, centers, *, kappa: float
     dtype = jax.dtypes.canonicalize_dtype(jnp.float64)
     k0, k1 = jax.random.split(key)
     G0 = start_positions(k0, c, L, hyper, dtype, coordinate, copy_start)
-    eps0 = X.default_initial_step(activation, hyper) if initial_step_size is None else initial_step_size
+    eps0 = exact_posterior.default_initial_step(activation, hyper) if initial_step_size is None else initial_step_size
     data = {"stats": stats, "step_size": jnp.asarray(eps0, dtype)}
     smp = run_chains(k1, UmbrellaSampler(hyper, activation, float(kappa), burn_in, coordinate=coordinate),
                      (G0, jnp.asarray(c, dtype), jnp.asarray(t, dtype)),

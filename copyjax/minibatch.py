@@ -22,7 +22,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from copyjax._checks import check_activation, check_size
+from copyjax._checks import check_size
 from copyjax.data import copy_targets, sufficient_stats
 from copyjax.model import attention
 

@@ -25,23 +25,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from copyjax import reduced as R
-from copyjax._checks import check_activation, check_size
+from copyjax import reduced
+from copyjax._checks import check_activation, check_P, check_size
 from copyjax.chains import chain_keys, summarize
 from copyjax.order import sector_order_parameters
 from copyjax.hyper import Hyper, default_hyper
-from copyjax.theory import check_P, linear_minima, softmax_mf_minima
+from copyjax.theory import linear_minima, softmax_mf_minima
 
 
-def sampling_law(L: int, hyper: Hyper, P_max: float, n_bulk: int = 64, n_z: int = 256) -> R.RowLaw:
+def sampling_law(L: int, hyper: Hyper, P_max: float, n_bulk: int = 64, n_z: int = 256) -> reduced.RowLaw:
     """The row law the softmax sampler uses by default: 64 bulk draws and 256 quadrature
     nodes (12x fewer points than ``theory.law_for``, 20x cheaper gradients). Its modes and
     weights are computed with the same law, so the sampler is self-consistent; its P* can
     differ from the ``transition_points(form="posterior")`` value by the bulk Monte Carlo
     error (docs/theory.md section 10)."""
-    P_max = float(2.0 ** math.ceil(math.log2(max(P_max, 64.0))))
-    return R.row_law(jax.random.key(20260601), L, float(hyper.sigma_g2), P_max, float(hyper.beta),
-                     n_bulk=n_bulk, n_z=n_z)
+    return reduced.law_for(L, hyper, P_max, n_bulk, n_z)
 
 
 class OPSamples(NamedTuple):
@@ -66,8 +64,8 @@ class OPSamples(NamedTuple):
 
 def _action_fn(P, L, V, activation, hyper, law):
     if activation == "linear":
-        return lambda z: R.linear_posterior_action(z, P, L, V, hyper)
-    return lambda m: R.softmax_posterior_action(m, P, L, V, hyper, law)
+        return lambda z: reduced.linear_posterior_action(z, P, L, V, hyper)
+    return lambda m: reduced.softmax_posterior_action(m, P, L, V, hyper, law)
 
 
 def _observe_fn(P, L, V, activation, hyper, law):
@@ -75,16 +73,16 @@ def _observe_fn(P, L, V, activation, hyper, law):
     if activation == "linear":
         def observe(z):
             c1, cG, t_r, t_b = z[0], z[1], jnp.exp(z[2]), jnp.exp(z[3])
-            q, r, g, s = R._span_scalars(c1, cG, L)
-            loss = R.sector_loss(q + t_r + t_b, r + L * t_r, g, s, P, L, V, hyper)
+            q, r, g, s = reduced.span_scalars(c1, cG, L)
+            loss = reduced.sector_loss(q + t_r + t_b, r + L * t_r, g, s, P, L, V, hyper)
             sec = sector_order_parameters(c1, cG, L)
             return {"c1": sec["c1"], "cG": sec["cG"], "abs_rho": sec["abs_rho"], "loss": loss}
         return observe
 
     def observe(m):
-        _, x, y, _, _, _ = R.row_moments(m, law)
-        aG = R.aG_from_y(y, L)
-        return {"c1": 1.0 - aG, "cG": aG, "loss": R.sector_loss(L * x, L, L * y, L, P, L, V, hyper)}
+        _, x, y, _, _, _ = reduced.row_moments(m, law)
+        aG = reduced.aG_from_y(y, L)
+        return {"c1": 1.0 - aG, "cG": aG, "loss": reduced.sector_loss(L * x, L, L * y, L, P, L, V, hyper)}
     return observe
 
 
@@ -148,7 +146,7 @@ def posterior_modes(P, L: int, V: int, activation: str, hyper: Hyper | None = No
     for m in found:
         if activation == "linear":
             c = jnp.array([m.c1, m.cG])
-            starts.append(jnp.concatenate([c, R.linear_residual_saddle(c, P, L, V, hyper)]))
+            starts.append(jnp.concatenate([c, reduced.linear_residual_saddle(c, P, L, V, hyper)]))
         else:
             starts.append(jnp.array(m.coords))
     modes, actions, covs = [], [], []
@@ -280,7 +278,7 @@ def equal_mass_point(L: int, V: int, P_lo: float, P_hi: float, hyper: Hyper | No
 
     def copy_mass(P):
         modes, _, _, w = posterior_modes(P, L, V, "softmax", hyper, law)
-        aG = np.array([float(R.aG_from_y(R.row_moments(jnp.asarray(m), law)[2], L)) for m in modes])
+        aG = np.array([float(reduced.aG_from_y(reduced.row_moments(jnp.asarray(m), law)[2], L)) for m in modes])
         return float(np.sum(w[aG > 0.25]))
 
     if not (copy_mass(P_lo) < 0.5 <= copy_mass(P_hi)):
@@ -311,8 +309,8 @@ class TheoryProfile(NamedTuple):
 @partial(jax.jit, static_argnames=("L", "V", "hyper"))
 def _grid_action(M, P, law, *, L, V, hyper):
     def one(m):
-        y = R.row_moments(m, law)[2]
-        return R.softmax_posterior_action(m, P, L, V, hyper, law), R.aG_from_y(y, L)
+        y = reduced.row_moments(m, law)[2]
+        return reduced.softmax_posterior_action(m, P, L, V, hyper, law), reduced.aG_from_y(y, L)
 
     # lax.map in blocks: a vmap over the whole grid would hold (grid x law) arrays at once
     return jax.lax.map(one, M, batch_size=256)

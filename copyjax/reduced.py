@@ -22,6 +22,8 @@ All functions are pure jnp, differentiable and jit-able; P may be traced.
 """
 from __future__ import annotations
 
+import math
+from functools import lru_cache
 from typing import NamedTuple
 
 import jax
@@ -65,7 +67,7 @@ def pattern_scalars(A):
 # ----------------------------------------------------------------------------- linear
 
 
-def _span_scalars(c1, cG, L):
+def span_scalars(c1, cG, L):
     """a, r, g, s of c_1 U + c_G S."""
     rho = c1 + cG
     q = c1**2 + 2 * c1 * cG + L * cG**2
@@ -79,7 +81,7 @@ def linear_energy(c, P, L: int, V: int, hyper, occam: bool = True):
     the action (d/da and d/dr of F are > 0), so every MAP lies in span{U, S}.
     """
     c1, cG = c[..., 0], c[..., 1]
-    q, r, g, s = _span_scalars(c1, cG, L)
+    q, r, g, s = span_scalars(c1, cG, L)
     return sector_action(q, r, g, s, P, L, V, hyper, occam) + q / (2 * hyper.sigma_g2)
 
 
@@ -99,34 +101,46 @@ def linear_posterior_action(z, P, L: int, V: int, hyper):
     c1, cG, u_r, u_b = z[..., 0], z[..., 1], z[..., 2], z[..., 3]
     d_r, d_b = residual_dims(L)
     t_r, t_b = jnp.exp(u_r), jnp.exp(u_b)
-    q, r, g, s = _span_scalars(c1, cG, L)
+    q, r, g, s = span_scalars(c1, cG, L)
     a = q + t_r + t_b
     data = sector_action(a, r + L * t_r, g, s, P, L, V, hyper)
     return data + a / (2 * hyper.sigma_g2) - 0.5 * d_r * u_r - 0.5 * d_b * u_b
 
 
-def _newton(fun, x0, steps: int = 40, backtrack: bool = False):
-    """Damped Newton minimisation of a small smooth function (fixed number of steps;
-    jit/vmap safe). ``backtrack``: take the first of 1, 1/2, ..., 1/64 of each step that
-    lowers ``fun`` (robust on stiff actions; plain steps can jump between basins, which
-    the multi-start search for every minimum relies on)."""
-    grad, hess = jax.grad(fun), jax.hessian(fun)
+def newton_root(residual, x0, *, steps: int = 40, max_step: float = 2.0, jacobian=None,
+                levenberg: bool = False, objective=None):
+    """Newton's method for ``residual(x) = 0`` from ``x0: (n,)``, a fixed number of steps
+    (jit/vmap safe), each step clipped to ``max_step`` per coordinate. ``jacobian``: default
+    ``jax.jacfwd(residual)``. ``levenberg``: shift a symmetric Jacobian (a Hessian) until
+    positive definite, so the step descends where it is not. ``objective``: take the first of
+    1, 1/2, ..., 1/64 of each step that lowers it (robust on stiff actions; plain steps can
+    jump between basins, which the multi-start search for every minimum relies on).
+    The theory's one Newton solver: minima (``newton_minimize``) and the mean-field
+    self-consistency equations."""
+    jac = jax.jacfwd(residual) if jacobian is None else jacobian
 
     def body(x, _):
-        g, H = grad(x), hess(x)
-        # Levenberg damping keeps the step a descent step where H is not positive definite.
-        shift = jnp.maximum(0.0, 1e-6 - jnp.min(jnp.linalg.eigvalsh(H))) + 1e-9
-        step = jnp.linalg.solve(H + shift * jnp.eye(x.shape[0], dtype=x.dtype), g)
-        step = jnp.clip(step, -2.0, 2.0)
-        if not backtrack:
+        r, J = residual(x), jac(x)
+        if levenberg:
+            shift = jnp.maximum(0.0, 1e-6 - jnp.min(jnp.linalg.eigvalsh(J))) + 1e-9
+            J = J + shift * jnp.eye(x.shape[0], dtype=x.dtype)
+        step = jnp.clip(jnp.linalg.solve(J, r), -max_step, max_step)
+        if objective is None:
             return x - step, None
         ts = 0.5 ** jnp.arange(7, dtype=x.dtype)
-        ft = jax.vmap(lambda t: fun(x - t * step))(ts)
-        ok = jnp.isfinite(ft) & (ft < fun(x))
+        ft = jax.vmap(lambda t: objective(x - t * step))(ts)
+        ok = jnp.isfinite(ft) & (ft < objective(x))
         return x - jnp.where(jnp.any(ok), ts[jnp.argmax(ok)], 0.0) * step, None
 
     x, _ = jax.lax.scan(body, x0, None, length=steps)
     return x
+
+
+def newton_minimize(fun, x0, *, steps: int = 40, max_step: float = 2.0, backtrack: bool = False):
+    """Damped Newton minimisation of a small smooth ``fun: (n,) -> scalar`` (``newton_root`` on
+    its gradient with the Hessian, Levenberg-shifted; ``backtrack``: line search on ``fun``)."""
+    return newton_root(jax.grad(fun), x0, steps=steps, max_step=max_step, jacobian=jax.hessian(fun),
+                       levenberg=True, objective=fun if backtrack else None)
 
 
 def linear_residual_saddle(c, P, L: int, V: int, hyper):
@@ -134,7 +148,7 @@ def linear_residual_saddle(c, P, L: int, V: int, hyper):
     d_r, d_b = residual_dims(L)
     u0 = jnp.log(jnp.array([d_r, d_b], dtype=c.dtype) * hyper.sigma_g2)
     fun = lambda u: linear_posterior_action(jnp.concatenate([c, u]), P, L, V, hyper)
-    return _newton(fun, u0)
+    return newton_minimize(fun, u0)
 
 
 def linear_profile(c, P, L: int, V: int, hyper):
@@ -171,6 +185,9 @@ def softmax_aG(gamma, L: int):
     return p - q
 
 
+ROW_LAW_SEED = 20260601  # the bulk draws of every row law: fixed, so the mean field is deterministic
+
+
 class RowLaw(NamedTuple):
     """Prior law of one softmax row, reduced to what the action sees.
 
@@ -201,6 +218,20 @@ def row_law(key, L: int, sigma_g2: float, P_max: float, beta: float = 1.0,
     logw = logw - jax.nn.logsumexp(logw)
     bulk = sd * jax.random.normal(key, (n_bulk, L - 1), dtype)
     return RowLaw(z, logw, jax.nn.logsumexp(bulk, axis=1), jax.nn.logsumexp(2 * bulk, axis=1))
+
+
+@lru_cache(maxsize=16)
+def _cached_row_law(L, sigma_g2, P_max, beta, n_bulk, n_z):
+    return row_law(jax.random.key(ROW_LAW_SEED), L, sigma_g2, P_max, beta, n_bulk=n_bulk, n_z=n_z)
+
+
+def law_for(L: int, hyper, P_max: float, n_bulk: int = 256, n_z: int = 768) -> RowLaw:
+    """The one cached row law per (L, hyper, P_max, sizes), from the fixed key
+    ``ROW_LAW_SEED``; ``P_max`` is rounded up to a power of two (at least 64) so that nearby
+    sweeps share it. The theory's minima and transitions use the default sizes; the
+    order-parameter sampler a cheaper law (``op_posterior.sampling_law``)."""
+    P_max = float(2.0 ** math.ceil(math.log2(max(P_max, 64.0))))
+    return _cached_row_law(int(L), float(hyper.sigma_g2), P_max, float(hyper.beta), int(n_bulk), int(n_z))
 
 
 def _row_stats(law: RowLaw):

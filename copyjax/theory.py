@@ -16,40 +16,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from copyjax import reduced as R
-from copyjax._checks import check_activation, check_size
+from copyjax import reduced
+from copyjax.reduced import law_for
+from copyjax._checks import FORMS, check_activation, check_form, check_P, check_P_grid, check_size
 from copyjax.hyper import Hyper, default_hyper
-
-FORMS = ("map", "posterior", "joint_map")
-
-
-def check_form(form) -> str:
-    if form not in FORMS:
-        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
-    return form
-
-
-def check_P(P, name: str = "P") -> float:
-    try:
-        v = float(P)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a finite number > 0, got {P!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {P!r}")
-    return v
-
-
-def check_P_grid(Ps, name: str = "Ps") -> np.ndarray:
-    """A non-empty, strictly increasing grid of finite positive P."""
-    arr = np.asarray(Ps, dtype=float).reshape(-1)
-    if arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty grid of P > 0, got an empty one")
-    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ValueError(f"{name} must hold finite values > 0, got {arr.tolist()}")
-    if np.any(np.diff(arr) <= 0):
-        raise ValueError(f"{name} must be strictly increasing, got {arr.tolist()}")
-    return arr
-
 
 def least_squares(X, y):
     """Least squares ``y = X b``: returns ``(b, standard errors)`` from the residual
@@ -81,28 +51,24 @@ class Minimum(NamedTuple):
 
 @lru_cache(maxsize=64)
 def _softmax_map_grid(L, V, hyper, occam=True):
-    return jax.jit(jax.vmap(lambda g, P: R.softmax_energy(g, P, L, V, hyper, occam), (0, None)))
+    return jax.jit(jax.vmap(lambda g, P: reduced.softmax_energy(g, P, L, V, hyper, occam), (0, None)))
 
 
 @lru_cache(maxsize=64)
 def _softmax_map_newton(L, V, hyper, occam=True):
-    E = lambda g, P: R.softmax_energy(g, P, L, V, hyper, occam)
-    d1 = jax.grad(E)
-    d2 = jax.grad(d1)
+    E = lambda g, P: reduced.softmax_energy(g, P, L, V, hyper, occam)
 
     @jax.jit
     def refine(g, P):
-        def body(g, _):
-            h = d2(g, P)
-            step = jnp.where(h > 0, d1(g, P) / h, 0.0)
-            return g - jnp.clip(step, -0.5, 0.5), None
-        g, _ = jax.lax.scan(body, g, None, length=30)
+        g = reduced.newton_minimize(lambda x: E(x[0], P), g[None], steps=30, max_step=0.5)[0]
         return g, E(g, P)
 
     return jax.vmap(refine, (0, None))
 
 
-def _gamma_grid(P, L, hyper, n=3001):
+def gamma_grid(P, L, hyper, n=3001):
+    """The copy logits gamma searched for softmax MAP minima: ``n`` points from -4 to the
+    largest gamma the data can pay for."""
     # The prior cost L gamma^2 / (2 sigma_g2) cannot exceed the largest data gain beta P / 2.
     top = math.sqrt(hyper.beta * P * hyper.sigma_g2 / L) + math.log(L) + 4.0
     return np.linspace(-4.0, top, n)
@@ -111,7 +77,7 @@ def _gamma_grid(P, L, hyper, n=3001):
 def softmax_map_minima(P, L: int, V: int, hyper: Hyper, occam: bool = True) -> list[Minimum]:
     """All local minima of the softmax MAP energy in the copy logit gamma, by a dense grid
     then Newton refinement. Sorted by a_G. ``occam=False``: the joint-MAP energy."""
-    grid = _gamma_grid(P, L, hyper)
+    grid = gamma_grid(P, L, hyper)
     E = np.asarray(_softmax_map_grid(L, V, hyper, occam)(jnp.asarray(grid), P))
     idx = np.where((E[1:-1] < E[:-2]) & (E[1:-1] <= E[2:]))[0] + 1
     if idx.size == 0:
@@ -119,7 +85,7 @@ def softmax_map_minima(P, L: int, V: int, hyper: Hyper, occam: bool = True) -> l
     g, e = _softmax_map_newton(L, V, hyper, occam)(jnp.asarray(grid[idx]), P)
     out = []
     for gi, ei in zip(np.asarray(g), np.asarray(e)):
-        aG = float(R.softmax_aG(gi, L))
+        aG = float(reduced.softmax_aG(gi, L))
         if all(abs(aG - m.cG) > 1e-6 for m in out):
             out.append(Minimum(1.0 - aG, aG, float(ei), (float(gi),)))
     return sorted(out, key=lambda m: m.cG)
@@ -131,17 +97,17 @@ def _linear_newton(L, V, hyper, form, backtrack=False):
     # one joint Newton with the exact Hessian instead of nested solves.
     if form in ("map", "joint_map"):
         occam = form == "map"
-        fun, lift = partial(R.linear_energy, occam=occam), lambda c: c
+        fun, lift = partial(reduced.linear_energy, occam=occam), lambda c: c
     else:
-        fun = R.linear_posterior_action
-        d_r, d_b = R.residual_dims(L)
+        fun = reduced.linear_posterior_action
+        d_r, d_b = reduced.residual_dims(L)
         u0 = jnp.log(jnp.array([d_r, d_b]) * hyper.sigma_g2)
         lift = lambda c: jnp.concatenate([c, u0.astype(c.dtype)])
 
     @jax.jit
     def refine(c, P):
         f = lambda z: fun(z, P, L, V, hyper)
-        z = R._newton(f, lift(c), steps=60, backtrack=backtrack)
+        z = reduced.newton_minimize(f, lift(c), steps=60, backtrack=backtrack)
         return z[:2], f(z), jnp.linalg.norm(jax.grad(f)(z)), jnp.linalg.eigvalsh(jax.hessian(f)(z))[0]
 
     return jax.vmap(refine, (0, None))
@@ -215,37 +181,20 @@ def linear_family_minima(P, L: int, V: int, hyper: Hyper, form: str = "posterior
 # ---------------------------------------------------------------- softmax mean field
 
 
-@lru_cache(maxsize=16)
-def _law(L, sigma_g2, P_max, beta):
-    return R.row_law(jax.random.key(20260601), L, sigma_g2, P_max, beta)
-
-
-def law_for(L: int, hyper: Hyper, P_max: float) -> R.RowLaw:
-    """The cached row law for softmax mean-field work up to ``P_max`` (rounded up to a
-    power of two so that nearby sweeps share it)."""
-    P_max = float(2.0 ** math.ceil(math.log2(max(P_max, 64.0))))
-    return _law(L, float(hyper.sigma_g2), P_max, float(hyper.beta))
-
-
 @lru_cache(maxsize=64)
 def _mf_solver(L, V, hyper):
     def solve(m, P, law):
-        T = lambda m: R.softmax_mf_map(m, P, L, V, hyper, law)
+        T = lambda m: reduced.softmax_mf_map(m, P, L, V, hyper, law)
         resid = lambda m: m - T(m)
-
-        def body(m, _):
-            step = jnp.linalg.solve(jax.jacfwd(resid)(m), resid(m))
-            return m - jnp.clip(step, -5.0, 5.0), None
-
-        m, _ = jax.lax.scan(body, m, None, length=30)
-        Phi, x, y = R.softmax_free_energy(m, P, L, V, hyper, law)
-        H = R.softmax_mf_hessian(m, P, L, V, hyper, law)
+        m = reduced.newton_root(resid, m, steps=30, max_step=5.0)
+        Phi, x, y = reduced.softmax_free_energy(m, P, L, V, hyper, law)
+        H = reduced.softmax_mf_hessian(m, P, L, V, hyper, law)
         return m, jnp.max(jnp.abs(resid(m))), Phi, x, y, jnp.linalg.eigvalsh(H)[0]
 
     return jax.jit(jax.vmap(solve, (0, None, None)))
 
 
-def softmax_mf_minima(P, L: int, V: int, hyper: Hyper, law: R.RowLaw | None = None) -> list[Minimum]:
+def softmax_mf_minima(P, L: int, V: int, hyper: Hyper, law: reduced.RowLaw | None = None) -> list[Minimum]:
     """Stable phases of the softmax mean field at P: Newton on the self-consistency
     equations from several starts (multipliers at no copy and at strong copy), kept when
     converged (|residual| < 1e-8 (1 + |m|)) and a local minimum of Psi."""
@@ -261,7 +210,7 @@ def softmax_mf_minima(P, L: int, V: int, hyper: Hyper, law: R.RowLaw | None = No
     for mi, ri, pi, yi, hi in zip(m, res, Phi, y, hmin):
         if not (np.isfinite(pi) and ri < 1e-8 * (1 + np.abs(mi).max()) and hi > 0):
             continue
-        aG = float(R.aG_from_y(yi, L))
+        aG = float(reduced.aG_from_y(yi, L))
         if all(abs(aG - o.cG) > 1e-5 for o in out):
             out.append(Minimum(1.0 - aG, aG, float(pi), (float(mi[0]), float(mi[1]))))
     return sorted(out, key=lambda o: o.cG)
@@ -288,21 +237,21 @@ def minima(P, L: int, V: int, activation: str, hyper: Hyper | None = None,
 
 
 def minimum_scalars(m: Minimum, P, L: int, V: int, activation: str, hyper: Hyper, form: str,
-                    law: R.RowLaw | None = None):
+                    law: reduced.RowLaw | None = None):
     """(a, r, g, s) of the pattern at a minimum (residual norms included in the linear
     posterior form)."""
     if activation == "softmax":
         a_G = m.cG
         if form in ("map", "joint_map"):
-            p, q = R.copy_ansatz(m.coords[0], L)
+            p, q = reduced.copy_ansatz(m.coords[0], L)
             return float(L * (p**2 + (L - 1) * q**2)), float(L), float(L * p), float(L)
         law = law_for(L, hyper, P) if law is None else law
-        x = float(jax.grad(R.row_cumulant)(m.coords[0], m.coords[1], law))
+        x = float(jax.grad(reduced.row_cumulant)(m.coords[0], m.coords[1], law))
         return L * x, float(L), 1.0 + (L - 1) * a_G, float(L)
     c = jnp.array([m.c1, m.cG])
-    q, r, g, s = (float(v) for v in R._span_scalars(c[0], c[1], L))
+    q, r, g, s = (float(v) for v in reduced.span_scalars(c[0], c[1], L))
     if form == "posterior":
-        t_r, t_b = np.exp(np.asarray(R.linear_residual_saddle(c, P, L, V, hyper)))
+        t_r, t_b = np.exp(np.asarray(reduced.linear_residual_saddle(c, P, L, V, hyper)))
         return q + t_r + t_b, r + L * t_r, g, s
     return q, r, g, s
 
@@ -310,7 +259,7 @@ def minimum_scalars(m: Minimum, P, L: int, V: int, activation: str, hyper: Hyper
 def minimum_loss(m: Minimum, P, L, V, activation, hyper, form, law=None) -> float:
     """Per-sequence loss at a minimum: W averaged over its posterior, or at its posterior
     mean for the joint MAP (what a trained network uses)."""
-    return float(R.sector_loss(*minimum_scalars(m, P, L, V, activation, hyper, form, law),
+    return float(reduced.sector_loss(*minimum_scalars(m, P, L, V, activation, hyper, form, law),
                                P, L, V, hyper, average_w=form != "joint_map"))
 
 
@@ -403,8 +352,8 @@ def _softmax_transitions(L, V, hyper, form, P_lo, P_hi, n_scan=None):
 
 @lru_cache(maxsize=64)
 def _linear_hessian_fn(L, V, hyper, form):
-    fun = {"map": R.linear_energy, "posterior": R.linear_profile,
-           "joint_map": partial(R.linear_energy, occam=False)}[form]
+    fun = {"map": reduced.linear_energy, "posterior": reduced.linear_profile,
+           "joint_map": partial(reduced.linear_energy, occam=False)}[form]
     return jax.jit(lambda P: jax.hessian(lambda c: fun(c, P, L, V, hyper))(jnp.zeros(2)))
 
 

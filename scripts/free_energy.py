@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import sys
 import time
@@ -65,7 +64,7 @@ enable_compile_cache(a)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import copyjax as cj  # noqa: E402
 from copyjax import free_energy as FE  # noqa: E402
-from copyjax.experiments import atomic_savez, atomic_write_bytes  # noqa: E402
+from copyjax.results import atomic_savez, read_json, write_json  # noqa: E402
 
 L, V, act = a.L, a.V, a.activation
 linear = act == "linear"
@@ -139,12 +138,11 @@ def point(seed: int, P: int) -> dict:
     base = os.path.join(a.out, "points", f"seed{seed}_P{P}")
     with_theory = not (linear or a.no_theory)
     if os.path.exists(base + ".json"):
-        with open(base + ".json") as f:
-            old = json.load(f)
+        old = read_json(base + ".json")
         if old.get("config") == cfg:
             if with_theory and "theory_F" not in old:  # a point saved before, or with --no-theory
                 old.update(theory_profile(P))
-                atomic_write_bytes(base + ".json", json.dumps(old, indent=1).encode())
+                write_json(base + ".json", old)
             return _refresh_minima(old)
     t0 = time.perf_counter()
     key = jax.random.fold_in(jax.random.key(seed), P)
@@ -189,7 +187,7 @@ def point(seed: int, P: int) -> dict:
     out["wall_s"] = time.perf_counter() - t0
     atomic_savez(base + ".npz", xi=run.xi, op=run.op, abs_rho=run.abs_rho, family=run.family, center=run.center,
                  acceptance=run.acceptance)
-    atomic_write_bytes(base + ".json", json.dumps(out, indent=1).encode())
+    write_json(base + ".json", out)
     return out
 
 
@@ -241,7 +239,7 @@ if linear:
                    for s_ in a.seeds for P in Ps],
         "wall_s": time.perf_counter() - t_all,
     }
-    atomic_write_bytes(os.path.join(a.out, "summary.json"), json.dumps(summary, indent=1).encode())
+    write_json(os.path.join(a.out, "summary.json"), summary)
     plotting.free_energy_linear(summary, [results[(a.seeds[0], P)] for P in Ps], os.path.join(a.out, "free_energy"))
     print(f"summary.json and free_energy.png in {a.out} ({summary['wall_s']:.0f} s)")
     sys.exit(0)
@@ -287,7 +285,7 @@ summary = {
                for s in a.seeds for P in Ps],
     "wall_s": time.perf_counter() - t_all,
 }
-atomic_write_bytes(os.path.join(a.out, "summary.json"), json.dumps(summary, indent=1).encode())
+write_json(os.path.join(a.out, "summary.json"), summary)
 
 plotting.free_energy(summary, [results[(a.seeds[0], P)] for P in Ps], os.path.join(a.out, "free_energy"))
 print(f"P* = {summary['P_star']} +- {summary['P_star_err']}; summary.json and free_energy.png in {a.out} "

@@ -10,8 +10,6 @@ resumes from them), results.json, results.npz, summary.csv and the figures (PNG 
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import os
 import sys
 import time
@@ -172,23 +170,20 @@ def main(argv=None):
     jax.config.update("jax_enable_x64", True)  # theory in float64; chains stay float32
     enable_compile_cache(a)
     import copyjax as cj
-    from copyjax import experiments as E, plotting
-
-    from copyjax.experiments import config_hash
+    from copyjax import experiments as E, plotting, results
 
     cfg_file = os.path.join(out, "config.json")
     if os.path.exists(cfg_file):
-        with open(cfg_file) as f:
-            old = json.load(f)
+        old = results.read_json(cfg_file)
         if old != cfg and not a.overwrite:
             print(f"error: --out {out!r} holds results of a different configuration "
-                  f"(hash {config_hash(old)} vs {config_hash(cfg)}); use another --out or pass "
+                  f"(hash {results.config_hash(old)} vs {results.config_hash(cfg)}); use another --out or pass "
                   f"--overwrite", file=sys.stderr)
             return 2
         if old != cfg:
             for fn in os.listdir(os.path.join(out, "points")):
                 os.unlink(os.path.join(out, "points", fn))
-    E.atomic_write_bytes(cfg_file, json.dumps(cfg, indent=1).encode())
+    results.write_json(cfg_file, cfg)
 
     if cfg["batch"]:
         from copyjax.minibatch import EXACT_CHEAPER_ABOVE, exact_is_cheaper
@@ -225,7 +220,7 @@ def main(argv=None):
         points.append(s)
         arrays[(act, P)] = arr
         if a.netcdf:
-            write_netcdf(arr, E.point_path(out, act, i), {"activation": act, "P": P, "L": a.L, "V": a.V})
+            write_netcdf(arr, results.point_path(out, act, i), {"activation": act, "P": P, "L": a.L, "V": a.V})
 
     theory = {}
     for act in cfg["activations"]:
@@ -246,14 +241,10 @@ def main(argv=None):
            "versions": {m: __import__(m).__version__ for m in
                         ("jax", "jaxlib", "blackjax", "optax", "numpyro", "chex", "numpy", "copyjax")},
            "wall_s_total": time.perf_counter() - t_start, "points_reused": reused}
-    E.atomic_write_bytes(os.path.join(out, "results.json"),
-                         json.dumps(res, indent=1, default=float).encode())
+    results.write_json(os.path.join(out, "results.json"), res)
     flat = {f"{act}_P{P}_{k}": v for (act, P), arr in arrays.items() for k, v in arr.items()}
-    E.atomic_savez(os.path.join(out, "results.npz"), **flat)
-    with open(os.path.join(out, "summary.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(E.CSV_COLUMNS)
-        w.writerows(E.csv_row(p) for p in points)
+    results.atomic_savez(os.path.join(out, "results.npz"), **flat)
+    results.write_csv(os.path.join(out, "summary.csv"), E.CSV_COLUMNS, [E.csv_row(p) for p in points])
     figs = []
     figs += plotting.order_parameters(res, out)
     figs += plotting.losses(res, out)

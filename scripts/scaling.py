@@ -10,7 +10,6 @@ errors from the residual covariance), compared with the paper's V^2 and L^{3/2} 
 Writes scaling.json and scaling.png/pdf.
 """
 import argparse
-import json
 import os
 
 import numpy as np
@@ -44,6 +43,7 @@ def main(argv=None):
     import matplotlib.pyplot as plt
 
     import copyjax as cj
+    from copyjax.results import write_json
 
     os.makedirs(a.out, exist_ok=True)
     rows = []
@@ -84,9 +84,8 @@ def main(argv=None):
         else:
             print(f"{k}: P ~ L^{f['alpha_L']:.3f}(se {f['alpha_L_se']:.3f}) "
                   f"V^{f['alpha_V']:.3f}(se {f['alpha_V_se']:.3f})")
-    with open(os.path.join(a.out, "scaling.json"), "w") as fh:
-        json.dump({"form": a.form, "normalisation": {"loss": a.loss, "w_prior": a.w_prior,
-                   "g_prior": a.g_prior}, "rows": rows, "fits": fits}, fh, indent=1)
+    write_json(os.path.join(a.out, "scaling.json"), {"form": a.form, "normalisation": {
+        "loss": a.loss, "w_prior": a.w_prior, "g_prior": a.g_prior}, "rows": rows, "fits": fits})
 
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
     for V in a.Vs:

@@ -10,7 +10,6 @@ transition points, the onset exponent with its standard error, and where the sus
 peaks. About 5 minutes on 2 CPU cores with --chains 48 --draws 80 --softmax-points 6.
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -62,9 +61,10 @@ def main(argv=None):
     if a.replot:
         from copyjax import plotting
 
+        from copyjax.results import read_json
+
         try:
-            with open(os.path.join(out, "theory.json")) as fh:
-                res = json.load(fh)
+            res = read_json(os.path.join(out, "theory.json"))
         except (OSError, ValueError) as e:
             ap.error(f"--replot needs a readable {os.path.join(out, 'theory.json')}: {e}")
         print(f"wrote {len(plotting.theory_figures(res, out))} figure files in {out}")
@@ -79,6 +79,7 @@ def main(argv=None):
     import copyjax as cj
     from copyjax import op_posterior as O
     from copyjax import plotting
+    from copyjax.results import write_json
 
     L, V, t0 = a.L, a.V, time.time()
     hs, hl = cj.default_hyper("softmax", L), cj.default_hyper("linear", L)
@@ -110,13 +111,13 @@ def main(argv=None):
     # Landscapes: softmax MAP energy along the copy ansatz at P below / at / above P*,
     # linear MAP energy over (c_1, c_G) below / at / above the onset.
     from copyjax import reduced as R
-    from copyjax.theory import _gamma_grid
+    from copyjax.theory import gamma_grid
 
     P_s = tp["softmax_map"]["P_star"] or tp["softmax_map"]["P_steepest"]
     P_1 = tp["linear_map"]["P_onset"]
     land = {"softmax": [], "linear": []}
     for P in (0.8 * P_s, P_s, 1.25 * P_s):
-        g = jax.numpy.asarray(_gamma_grid(P, L, hs, 600))
+        g = jax.numpy.asarray(gamma_grid(P, L, hs, 600))
         E = np.asarray(jax.vmap(lambda x: R.softmax_energy(x, P, L, V, hs))(g))
         land["softmax"].append({"P": P, "aG": np.asarray(R.softmax_aG(g, L)).tolist(),
                                 "S": (E - E.min()).tolist()})
@@ -181,8 +182,7 @@ def main(argv=None):
            "susceptibility": sus, "histograms": hists, "landscapes": land, "seconds": time.time() - t0,
            "versions": {"copyjax": cj.__version__, "jax": jax.__version__}}
     paths = plotting.theory_figures(res, out)
-    with open(os.path.join(out, "theory.json"), "w") as f:
-        json.dump(res, f, indent=1, default=float)
+    write_json(os.path.join(out, "theory.json"), res)
     print(f"wrote {os.path.join(out, 'theory.json')} and {len(paths)} figure files "
           f"in {time.time() - t0:.0f} s", flush=True)
     return 0

@@ -7,11 +7,11 @@ crossover P_x (c_G = c_1 along the global minimum); both the MAP and the posteri
 default hyperparameters (beta = sigma_w2 = 1, sigma_g2 = 1 softmax, 1/L linear).
 """
 import argparse
-import json
 
 import jax
 
 import copyjax as cj
+from copyjax.results import write_json
 from _cli import lv_pair
 
 
@@ -37,8 +37,7 @@ def main(argv=None):
                   f"{fmt(s['P_spinodal_high'])} | {jump} | {fmt(lin['P_onset'])} | "
                   f"{fmt(lin['P_cross'])} |", flush=True)
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump(rows, f, indent=1)
+        write_json(a.json, rows)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ in order-parameter space (NUTS, copyjax.op_posterior). Writes validate.json and 
 markdown table (the one in docs/theory.md section 11).
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -54,6 +53,7 @@ def main(argv=None):
     import copyjax as cj
     from copyjax import op_posterior as O
     from copyjax import exact_posterior as X
+    from copyjax.results import write_json
     from copyjax.theory import minimum_loss
 
     acts = ["softmax", "linear"] if a.activation == "both" else [a.activation]
@@ -90,8 +90,7 @@ def main(argv=None):
                "posterior_form": {q: op[q] for q in ("c1", "cG", "loss")} | {"weights": op["weights"]},
                "seconds": time.time() - t1}
         rows.append(row)
-        with open(os.path.join(a.out, "validate.json"), "w") as f:
-            json.dump({"rows": rows, "args": {k: v for k, v in vars(a).items()}}, f, indent=1)
+        write_json(os.path.join(a.out, "validate.json"), {"rows": rows, "args": dict(vars(a))})
 
     print("\n| L | V | act | P | exact c_1, c_G (sd c_G) | c_G prior / copy starts | R-hat c_G | "
           "posterior form c_1, c_G (sd c_G) | MAP c_1, c_G | loss: exact / post. form / MAP |")

@@ -21,7 +21,7 @@ HYPERS = [cj.Hyper(1.0, 1.0, 1.0), cj.Hyper(2.5, 0.6, 0.3)]
 @pytest.mark.parametrize("hyper", HYPERS)
 def test_action_equals_pooled_feature_build(activation, hyper):
     tokens, C, G = setup()
-    V, L, P = 3, 5, tokens.shape[0]
+    V, P = 3, tokens.shape[0]
     h = cj.pooled_features(cj.attention(G, activation), tokens, V)
     y = jax.nn.one_hot(cj.copy_targets(tokens), V, dtype=h.dtype)
     naive = cj.action_from_features(h, y, P, hyper) + 0.5 * jnp.sum(G**2) / hyper.sigma_g2

@@ -1,0 +1,91 @@
+"""Results on disk: atomic writes, JSON, npz and CSV, configuration hashes, and the one-file-
+per-point layout that makes a sweep resumable.
+
+Every write goes to a temporary file in the target folder, is flushed to disk, then renamed
+over the target (``os.replace`` is atomic on POSIX): a killed run leaves either the old file
+or the new one, never half of one.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import tempfile
+
+import numpy as np
+
+
+def atomic_write_bytes(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (temporary file + fsync + ``os.replace``)."""
+    d = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_savez(path: str, **arrays) -> None:
+    """``np.savez(path, **arrays)``, atomically."""
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def write_json(path: str, obj) -> None:
+    """``obj`` as indented JSON, atomically; NumPy scalars are written as floats."""
+    atomic_write_bytes(path, json.dumps(obj, indent=1, default=float).encode())
+
+
+def read_json(path: str):
+    with open(path) as f:
+        return json.load(f)
+
+
+def write_csv(path: str, header, rows) -> None:
+    """A header row and ``rows`` as CSV, atomically."""
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)
+    w.writerow(header)
+    w.writerows(rows)
+    atomic_write_bytes(path, buf.getvalue().encode())
+
+
+def config_hash(cfg: dict) -> str:
+    """16 hex digits identifying a JSON-serialisable configuration (key order irrelevant)."""
+    return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def point_path(out: str, activation: str, index: int) -> str:
+    """``out/points/<activation>_<index>``: the base name of one point's ``.json`` and ``.npz``."""
+    return os.path.join(out, "points", f"{activation}_{index:03d}")
+
+
+def load_point(base: str, cfg_hash: str, P: int):
+    """``(summary, arrays)`` of a finished point at ``base`` computed with the configuration
+    ``cfg_hash`` at this P, or None (absent, unfinished, or another configuration)."""
+    if not (os.path.exists(base + ".json") and os.path.exists(base + ".npz")):
+        return None
+    summary = read_json(base + ".json")
+    if summary.get("config_hash") != cfg_hash or summary.get("P") != int(P):
+        return None
+    with np.load(base + ".npz") as z:
+        return summary, dict(z)
+
+
+def save_point(base: str, summary: dict, arrays: dict) -> None:
+    """Arrays first, summary last: a point counts as done only once its summary exists."""
+    atomic_savez(base + ".npz", **arrays)
+    write_json(base + ".json", summary)
+
+
+__all__ = ["atomic_savez", "atomic_write_bytes", "config_hash", "load_point", "point_path", "read_json",
+           "save_point", "write_csv", "write_json"]
