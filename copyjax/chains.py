@@ -29,6 +29,7 @@ except ImportError:  # older jax
     from jax.experimental.shard_map import shard_map
 
 from copyjax._checks import check_burn_in, check_size
+from copyjax.schema import Summary
 
 
 class Samples(NamedTuple):
@@ -332,7 +333,7 @@ def _numeric(info) -> dict:
             if hasattr(v, "dtype") and (jnp.issubdtype(v.dtype, jnp.floating) or v.dtype == jnp.bool_)}
 
 
-def summarize(draws: np.ndarray, exclude: np.ndarray | None = None) -> dict:
+def summarize(draws: np.ndarray, exclude: np.ndarray | None = None) -> Summary:
     """Mean, sd, Monte Carlo standard error, R-hat and ESS of ``draws: (chain, draw)``
     over the chains not in ``exclude: (chain,)`` bool (e.g. ``Samples.nonfinite``);
     ``n_excluded`` counts those left out. ``rhat``: ``blackjax.rhat`` (blackjax >= 1.7:
@@ -343,23 +344,21 @@ def summarize(draws: np.ndarray, exclude: np.ndarray | None = None) -> dict:
     x = np.asarray(draws, dtype=float)
     keep = np.ones(x.shape[0], bool) if exclude is None else ~np.asarray(exclude)
     x = x[keep]
-    out = {"n_chains": int(x.shape[0]), "n_excluded": int((~keep).sum())}
+    counts = dict(n_chains=int(x.shape[0]), n_excluded=int((~keep).sum()))
+    nan = float("nan")
     if x.shape[0] == 0:
-        return out | {k: float("nan") for k in ("mean", "sd", "mcse", "rhat", "split_rhat", "ess")}
-    out["mean"] = float(x.mean())
-    out["sd"] = float(x.std(ddof=1)) if x.size > 1 else 0.0
+        return Summary(**counts, mean=nan, sd=nan, mcse=nan, rhat=nan, split_rhat=nan, ess=nan)
+    mean = float(x.mean())
+    sd = float(x.std(ddof=1)) if x.size > 1 else 0.0
     if x.shape[0] >= 2 and x.shape[1] >= 4:
         # numpyro's ESS (NumPy; the same estimator as blackjax.ess, which re-traces for
         # every shape: 0.2-1 s per call against 0.2 ms)
         ess = float(nd.effective_sample_size(x))
-        out["ess"] = ess
-        out["rhat"] = float(blackjax.rhat(jnp.asarray(x), chain_axis=0, sample_axis=1))
-        out["split_rhat"] = float(nd.split_gelman_rubin(x[:, :, None])[0])
-        out["mcse"] = out["sd"] / math.sqrt(max(ess, 1.0))
-    else:
-        out.update(ess=float("nan"), rhat=float("nan"), split_rhat=float("nan"),
-                   mcse=out["sd"] / math.sqrt(max(x.size, 1)))
-    return out
+        return Summary(**counts, mean=mean, sd=sd, mcse=sd / math.sqrt(max(ess, 1.0)),
+                       rhat=float(blackjax.rhat(jnp.asarray(x), chain_axis=0, sample_axis=1)),
+                       split_rhat=float(nd.split_gelman_rubin(x[:, :, None])[0]), ess=ess)
+    return Summary(**counts, mean=mean, sd=sd, mcse=sd / math.sqrt(max(x.size, 1)), rhat=nan, split_rhat=nan,
+                   ess=nan)
 
 
 def nested_rhat(draws: np.ndarray, superchain: np.ndarray) -> float:

@@ -33,8 +33,8 @@ from copyjax.action import expected_loss, marginal_logdensity
 from copyjax.chains import Layout, Samples, Schedule, nested_rhat, run_chains, summarize
 from copyjax.model import attention, shift_matrix, uniform_matrix
 from copyjax.order import reported_order_parameters
+from copyjax.schema import ExactStat, ExactSummary, FamilyMeans, SignFamilies
 
-FAMILIES = ("prior", "copy")
 # dual-averaging restarts and scale re-estimates, as fractions of the burn-in: the last one
 # at 3/4 re-estimates the scales once chains that relaxed slowly from their start have
 # settled (with the last at 1/2, scales measured on a chain still drifting stayed inflated
@@ -334,7 +334,7 @@ def sample_exact_posterior(key, stats, hyper, activation: str, *, n_chains: int,
 
 
 def summarize_exact(run: ExactRun, keys=("c1", "cG", "abs_rho", "loss"), z: float = 4.0,
-                    nested_threshold: float = 1.05) -> dict:
+                    nested_threshold: float = 1.05) -> ExactSummary:
     """Summary of an ``ExactRun``.
 
     Per key: the pooled ``chains.summarize`` (over chains that moved and stayed finite),
@@ -356,31 +356,28 @@ def summarize_exact(run: ExactRun, keys=("c1", "cG", "abs_rho", "loss"), z: floa
         # metastable with a free-energy cost of ~1e2 nats (theory.linear_family_minima), so
         # the posterior is the same-sign family's; its chains alone enter the summaries
         keep = keep & (np.asarray(smp.draws["family"])[:, -1] == 1.0)
-    out = {"n_chains": int(len(start)), "n_stuck": int(run.stuck.sum()),
-           "n_nonfinite": int(np.asarray(smp.nonfinite).sum()),
-           "acceptance": [float(a) for a in run.acceptance],
-           "step_size": [float(e) for e in run.step_size],
-           "acceptance_mean": float(np.mean(run.acceptance[keep])) if keep.any() else float("nan")}
+    stats = {}
     for k in keys:
         x = np.asarray(smp.draws[k], float)
-        s = summarize(x[keep])
-        for fam, code in zip(FAMILIES, (0, 1)):
-            s[fam] = summarize(x[keep & (start == code)])
+        prior, copy = (summarize(x[keep & (start == code)]) for code in (0, 1))
         sc = start[keep]
-        s["nested_rhat"] = nested_rhat(x[keep], sc) if len(set(sc.tolist())) == 2 else float("nan")
-        both = s["prior"]["n_chains"] >= 2 and s["copy"]["n_chains"] >= 2
-        s["gap"] = s["copy"]["mean"] - s["prior"]["mean"] if both else float("nan")
-        s["gap_se"] = float(np.hypot(s["prior"]["mcse"], s["copy"]["mcse"])) if both else float("nan")
-        out[k] = s
-    g = out["cG"]
-    out["branches_disagree"] = bool(np.isfinite(g["nested_rhat"]) and g["nested_rhat"] > nested_threshold
-                                    and abs(g["gap"]) > z * g["gap_se"])
-    out["sign_families"] = fams
-    out["n_used"] = int(keep.sum())
-    return out
+        both = prior.n_chains >= 2 and copy.n_chains >= 2
+        stats[k] = ExactStat(
+            **summarize(x[keep]).to_json(), prior=prior, copy=copy,
+            nested_rhat=nested_rhat(x[keep], sc) if len(set(sc.tolist())) == 2 else float("nan"),
+            gap=copy.mean - prior.mean if both else float("nan"),
+            gap_se=float(np.hypot(prior.mcse, copy.mcse)) if both else float("nan"))
+    g = stats["cG"]
+    return ExactSummary(
+        n_chains=int(len(start)), n_stuck=int(run.stuck.sum()), n_nonfinite=int(np.asarray(smp.nonfinite).sum()),
+        acceptance=[float(a) for a in run.acceptance], step_size=[float(e) for e in run.step_size],
+        acceptance_mean=float(np.mean(run.acceptance[keep])) if keep.any() else float("nan"),
+        branches_disagree=bool(np.isfinite(g.nested_rhat) and g.nested_rhat > nested_threshold
+                               and abs(g.gap) > z * g.gap_se),
+        sign_families=fams, n_used=int(keep.sum()), **stats)
 
 
-def sign_families(draws: dict, keep: np.ndarray, z: float = 4.0) -> dict:
+def sign_families(draws: dict, keep: np.ndarray, z: float = 4.0) -> SignFamilies:
     """Linear attention's two sign families (``family`` = sign(g s), ``draws`` (chain, draw)).
 
     Per family (``same``: g s > 0, ``opposite``: g s < 0, by each chain's last draw): the chain
@@ -392,19 +389,17 @@ def sign_families(draws: dict, keep: np.ndarray, z: float = 4.0) -> dict:
     it is the pooled mean."""
     fam_all = np.asarray(draws["family"])
     fam = fam_all[:, -1]
-    out = {}
-    for name, code in (("same", 1.0), ("opposite", -1.0)):
+    def means(code):
         m = keep & (fam == code)
-        out[name] = {"n": int(m.sum()),
-                     **{k: (float(np.mean(np.asarray(draws[k])[m])) if m.any() else None)
-                        for k in ("cG", "abs_rho", "c1", "logdensity")}}
+        return FamilyMeans(int(m.sum()), **{k: (float(np.mean(np.asarray(draws[k])[m])) if m.any() else None)
+                                            for k in ("cG", "abs_rho", "c1", "logdensity")})
+
+    same, opposite = means(1.0), means(-1.0)
     constant = np.all(fam_all == fam[:, None], axis=1)
     rho = np.asarray(draws["abs_rho"], float)
-    split = bool(np.all(constant[keep]) and out["same"]["n"] >= 2 and out["opposite"]["n"] >= 2)
+    split = bool(np.all(constant[keep]) and same.n >= 2 and opposite.n >= 2)
     if split:
         a, b = summarize(rho[keep & (fam == 1.0)]), summarize(rho[keep & (fam == -1.0)])
-        split = abs(a["mean"] - b["mean"]) > z * float(np.hypot(a["mcse"], b["mcse"]))
-    out["split"] = bool(split)
+        split = abs(a.mean - b.mean) > z * float(np.hypot(a.mcse, b.mcse))
     pooled = float(np.mean(rho[keep])) if keep.any() else float("nan")
-    out["abs_rho"] = out["same"]["abs_rho"] if split else pooled
-    return out
+    return SignFamilies(same, opposite, bool(split), same.abs_rho if split else pooled)

@@ -5,6 +5,7 @@ sweep resumes with the finished points reused.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from functools import partial
 
@@ -17,22 +18,32 @@ from copyjax.data import sampled_stats, stats_size, streamed_tokens
 from copyjax.hyper import Hyper
 from copyjax.model import attention, log_likelihood_from_stats
 from copyjax.order import sector_order_parameters
+from copyjax.schema import (
+    SGLD_STARTS,
+    AdamSummary,
+    Estimate,
+    PhaseWeights,
+    PointSummary,
+    SGLDSummary,
+    TheoryForm,
+    TheoryOP,
+)
 
 OBS_KEYS = ("c1", "cG", "abs_rho", "family", "coverage", "loss", "logpost")
 # SGLD chains start from the prior (relaxation), exact joint draws (drift from the
-# posterior) or the copy pattern (hysteresis); the index keys their random streams
-SGLD_STARTS = ("prior", "copy", "exact")
+# posterior) or the copy pattern (hysteresis): schema.SGLD_STARTS, whose index keys their
+# random streams
 # what the exact-posterior summary covers (a_1 + a_G = 1 for softmax: no abs_rho)
 EXACT_KEYS = {"softmax": ("c1", "cG", "loss"), "linear": ("c1", "cG", "abs_rho", "loss")}
 
 
-def theory_op(m, L: int, activation: str) -> dict:
+def theory_op(m, L: int, activation: str, **extra) -> TheoryOP:
     """A theory minimum's order parameters in the reported convention
-    (``order.sector_order_parameters`` for linear attention)."""
+    (``order.sector_order_parameters`` for linear attention); ``extra``: its loss or action."""
     if activation == "linear":
         sec = sector_order_parameters(m.c1, m.cG, L)
-        return {k: float(sec[k]) for k in ("c1", "cG", "abs_rho")}
-    return {"c1": float(m.c1), "cG": float(m.cG), "abs_rho": float(m.c1 + m.cG)}
+        return TheoryOP(float(sec["c1"]), float(sec["cG"]), float(sec["abs_rho"]), **extra)
+    return TheoryOP(float(m.c1), float(m.cG), float(m.c1 + m.cG), **extra)
 
 
 # MALA steps per exact chain when not given: linear attention's copy direction mixes slower.
@@ -83,8 +94,8 @@ def exact_joint_starts(key, run, n: int, stats, hyper, activation: str):
     return network.Params(W.astype(jnp.float32), G.astype(jnp.float32))
 
 
-def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = False) -> tuple[dict, dict]:
-    """Everything at one (activation, P). Returns (summary dict, arrays dict)."""
+def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = False) -> tuple[PointSummary, dict]:
+    """Everything at one (activation, P). Returns (``schema.PointSummary``, arrays dict)."""
     t0 = time.perf_counter()
     L, V = cfg["L"], cfg["V"]
     hyper = Hyper(cfg["beta"], cfg["sigma_w2"], cfg["sigma_g2"][activation])
@@ -99,20 +110,18 @@ def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = F
     for form in ("map", "posterior"):
         ms = theory.minima(P, L, V, activation, hyper, form)
         best = min(ms, key=lambda m: m.action)
-        summary[f"theory_{form}"] = {
-            "global": theory_op(best, L, activation) | {
-                "loss": theory.minimum_loss(best, P, L, V, activation, hyper, form)},
-            "minima": [theory_op(m, L, activation) | {"action": m.action} for m in ms],
+        summary[f"theory_{form}"] = TheoryForm(
+            theory_op(best, L, activation, loss=theory.minimum_loss(best, P, L, V, activation, hyper, form)),
+            [theory_op(m, L, activation, action=m.action) for m in ms],
             # two minima: inside this form's coexistence window, where the exact chains'
             # start families are expected to disagree
-            "in_window": len(ms) > 1,
-        }
+            in_window=len(ms) > 1)
 
     # the joint MAP of (W, G): what Adam converges to (docs/theory.md, joint_map form)
     ms = theory.minima(P, L, V, activation, hyper, "joint_map")
     best = min(ms, key=lambda m: m.action)
-    summary["theory_joint_map"] = theory_op(best, L, activation) | {
-                                   "loss": theory.minimum_loss(best, P, L, V, activation, hyper, "joint_map")}
+    summary["theory_joint_map"] = theory_op(
+        best, L, activation, loss=theory.minimum_loss(best, P, L, V, activation, hyper, "joint_map"))
     clock = {"theory": time.perf_counter() - t0}
     t1 = time.perf_counter()
     # the posterior form sampled in order-parameter space (NUTS, copyjax.op_posterior)
@@ -122,9 +131,10 @@ def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = F
         s = op_posterior.sample_op_posterior(jax.random.fold_in(key, 101), float(P), L, V, activation,
                                              hyper, n_chains=cfg["op_chains"], n_draws=cfg["op_draws"],
                                              n_warmup=max(25, cfg["op_draws"] // 2))
-        summ = op_posterior.op_summary(s)
-        summary["theory_posterior_sampled"] = {k: summ[k] for k in EXACT_KEYS[activation]} | {
-            "mode_weights": summ["weights"], "n_divergent_transitions": summ["n_divergent_transitions"]}
+        # the observables the exact posterior reports (softmax: no abs_rho)
+        summary["theory_posterior_sampled"] = dataclasses.replace(
+            op_posterior.op_summary(s), **{k: None for k in ("c1", "cG", "abs_rho", "loss", "family")
+                                           if k not in EXACT_KEYS[activation]})
         for k in EXACT_KEYS[activation]:
             arrays[f"op_{k}"] = s.draws[k]
     clock["op_nuts"] = time.perf_counter() - t1
@@ -150,18 +160,17 @@ def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = F
     # inside a coexistence window (the start families disagree) equal-time averages cannot
     # weigh the phases: with cfg["free_energy"], umbrella sampling + MBAR on the same data does
     fe = cfg.get("free_energy")
-    if fe and activation == "softmax" and run is not None and summary["exact"]["branches_disagree"]:
+    if fe and activation == "softmax" and run is not None and summary["exact"].branches_disagree:
         from copyjax import free_energy
 
         pr, _, urun = free_energy.softmax_phase_weights(
             jax.random.fold_in(key, 103), stats, hyper, num_steps=fe["steps"], progress=progress,
             desc=f"{activation} P={P} free energy")
-        summary["exact_free_energy"] = {
-            "cG": {"mean": pr.mean, "mcse": pr.mean_sd, "sd": float(np.sqrt(max(pr.var, 0.0)))},
-            "copy_weight": float(pr.weights[1]), "copy_weight_sd": float(pr.weights_sd[1]),
-            "log_ratio": pr.log_ratio, "log_ratio_sd": pr.log_ratio_sd, "barrier": pr.barrier,
-            "minima_cG": pr.minima_centres,
-            "acceptance_min": float(urun.acceptance.min())}
+        summary["exact_free_energy"] = PhaseWeights(
+            Estimate(pr.mean, pr.mean_sd, float(np.sqrt(max(pr.var, 0.0)))),
+            copy_weight=float(pr.weights[1]), copy_weight_sd=float(pr.weights_sd[1]),
+            log_ratio=pr.log_ratio, log_ratio_sd=pr.log_ratio_sd, barrier=pr.barrier,
+            minima_cG=pr.minima_centres, acceptance_min=float(urun.acceptance.min()))
         arrays["fe_edges"], arrays["fe_F"], arrays["fe_F_sd"] = pr.edges, pr.F, pr.F_sd
     clock["free_energy"] = time.perf_counter() - t1
     t1 = time.perf_counter()
@@ -179,6 +188,7 @@ def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = F
     else:
         alg = samplers.NetworkSampler(hyper, activation, "sgld")
     sgld_starts = [s for s in cfg.get("sgld_starts", ("prior", "exact")) if s != "exact" or run is not None]
+    summary["sgld"] = {}
     for start in sgld_starts if cfg["chains"] else ():
         ki = jax.random.fold_in(k_init, SGLD_STARTS.index(start))
         if start == "exact":
@@ -192,10 +202,10 @@ def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = F
             arrays[f"sgld_{start}_{k}"] = s.draws[k]
         arrays[f"sgld_{start}_divergent"] = s.nonfinite  # (saved name kept)
         arrays[f"sgld_{start}_test_loss"] = _test_loss(s.final.position, stats_test, hyper, activation)
-        summary[f"sgld_{start}"] = {
-            k: chains.summarize(s.draws[k], s.nonfinite) for k in ("c1", "cG", "abs_rho", "loss", "coverage")
-        } | {"test_loss": float(np.mean(arrays[f"sgld_{start}_test_loss"][~s.nonfinite]))
-             if (~s.nonfinite).any() else None}
+        summary["sgld"][start] = SGLDSummary(
+            *(chains.summarize(s.draws[k], s.nonfinite) for k in ("c1", "cG", "abs_rho", "loss", "coverage")),
+            test_loss=float(np.mean(arrays[f"sgld_{start}_test_loss"][~s.nonfinite]))
+            if (~s.nonfinite).any() else None)
     clock["sgld"] = time.perf_counter() - t1
     t1 = time.perf_counter()
     for start in ("prior", "copy") if cfg["adam_seeds"] else ():
@@ -215,12 +225,12 @@ def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = F
         mask = training.reached_global(lp, rtol=cfg["adam_rtol"])
         arrays["adam_global_mask"] = mask
         pick = lambda k: np.concatenate([arrays[f"adam_prior_{k}"], arrays[f"adam_copy_{k}"]])[mask]
-        summary["adam_global"] = {"n": int(mask.sum()), "of": int(mask.size)} | {
-            k: float(np.mean(pick(k))) for k in ("c1", "cG", "abs_rho", "loss", "coverage", "test_loss")}
+        summary["adam_global"] = AdamSummary(int(mask.sum()), int(mask.size), **{
+            k: float(np.mean(pick(k))) for k in ("c1", "cG", "abs_rho", "loss", "coverage", "test_loss")})
     clock["adam"] = time.perf_counter() - t1
     summary["wall_s_by_part"] = clock
     summary["wall_s"] = time.perf_counter() - t0
-    return summary, arrays
+    return PointSummary(**summary), arrays
 
 
 # summary.csv: one row per (activation, P); documented column by column in docs/phase_diagram.md
@@ -238,110 +248,103 @@ CSV_COLUMNS = (
 )
 
 
-def csv_row(p: dict) -> list:
-    """The ``CSV_COLUMNS`` of one point summary (empty where a method did not run, and
+def csv_row(p: PointSummary) -> list:
+    """The ``CSV_COLUMNS`` of one point (empty where a method did not run, and
     ``exact_cG``/``exact_cG_sd`` empty where the start families disagree)."""
-    get = lambda d, *ks: _dig(p, d, *ks)
-    ex = p.get("exact", {})
-    disagree = ex.get("branches_disagree")
-    fam = ex.get("sign_families", {})
+    th_map, th_post = p.theory_map.best, p.theory_posterior.best
+    op, ex, fe, ad = p.theory_posterior_sampled, p.exact, p.exact_free_energy, p.adam_global
+    sg = p.sgld
+    lin = p.activation == "linear"
+    pooled = ex is not None and not ex.branches_disagree
+    fam = ex.sign_families if ex is not None else None
     row = {
-        "activation": p["activation"], "P": p["P"],
-        "theory_c1": get("theory_map", "global", "c1"), "theory_cG": get("theory_map", "global", "cG"),
-        "theory_loss": get("theory_map", "global", "loss"), "theory_abs_rho": get("theory_map", "global", "abs_rho"),
-        "post_c1": get("theory_posterior", "global", "c1"), "post_cG": get("theory_posterior", "global", "cG"),
-        "post_abs_rho": get("theory_posterior", "global", "abs_rho"),
-        "op_cG": get("theory_posterior_sampled", "cG", "mean"), "op_cG_sd": get("theory_posterior_sampled", "cG", "sd"),
-        "exact_cG": "" if disagree else get("exact", "cG", "mean"),
-        "exact_cG_sd": "" if disagree else get("exact", "cG", "sd"),
-        "exact_cG_mcse": "" if disagree else get("exact", "cG", "mcse"),
-        "exact_abs_rho": fam.get("abs_rho") if p["activation"] == "linear" else "",
-        "exact_loss": "" if disagree else get("exact", "loss", "mean"),
-        "exact_rhat_cG": get("exact", "cG", "rhat"), "exact_nested_rhat_cG": get("exact", "cG", "nested_rhat"),
-        "exact_ess_cG": get("exact", "cG", "ess"),
-        "exact_branches_disagree": "" if not ex else str(bool(disagree)).lower(),
-        "exact_prior_cG": get("exact", "cG", "prior", "mean"), "exact_copy_cG": get("exact", "cG", "copy", "mean"),
-        "exact_acceptance": ex.get("acceptance_mean", ""), "exact_n_stuck": ex.get("n_stuck", ""),
-        "exact_n_opposite_family": fam.get("opposite", {}).get("n", "") if p["activation"] == "linear" else "",
-        "exact_abs_rho_opposite": (fam.get("opposite", {}).get("abs_rho") if p["activation"] == "linear"
-                                   and fam.get("split") else ""),
-        "sgld_prior_cG": get("sgld_prior", "cG", "mean"), "sgld_prior_cG_sd": get("sgld_prior", "cG", "sd"),
-        "sgld_copy_cG": get("sgld_copy", "cG", "mean"), "sgld_copy_cG_sd": get("sgld_copy", "cG", "sd"),
-        "sgld_exact_cG": get("sgld_exact", "cG", "mean"), "sgld_exact_cG_sd": get("sgld_exact", "cG", "sd"),
-        "sgld_rhat_cG": get("sgld_prior", "cG", "rhat"), "sgld_ess_cG": get("sgld_prior", "cG", "ess"),
-        "sgld_divergent": get("sgld_prior", "cG", "n_excluded"), "sgld_loss": get("sgld_prior", "loss", "mean"),
-        "coverage": get("sgld_prior", "coverage", "mean"),
-        "adam_cG": get("adam_global", "cG"), "adam_n_global": get("adam_global", "n"),
-        "adam_loss": get("adam_global", "loss"), "adam_test_loss": get("adam_global", "test_loss"),
-        "wall_s": p.get("wall_s", ""),
-        "theory_in_window": str(bool(get("theory_posterior", "in_window"))).lower(),
-        "exact_fe_cG": get("exact_free_energy", "cG", "mean"), "exact_fe_cG_sd": get("exact_free_energy", "cG", "sd"),
-        "exact_fe_cG_mcse": get("exact_free_energy", "cG", "mcse"),
-        "exact_fe_copy_weight": get("exact_free_energy", "copy_weight"),
-        "exact_fe_copy_weight_sd": get("exact_free_energy", "copy_weight_sd"),
+        "activation": p.activation, "P": p.P,
+        "theory_c1": th_map.c1, "theory_cG": th_map.cG, "theory_loss": th_map.loss, "theory_abs_rho": th_map.abs_rho,
+        "post_c1": th_post.c1, "post_cG": th_post.cG, "post_abs_rho": th_post.abs_rho,
+        "op_cG": op and op.cG.mean, "op_cG_sd": op and op.cG.sd,
+        "exact_cG": pooled and ex.cG.mean, "exact_cG_sd": pooled and ex.cG.sd,
+        "exact_cG_mcse": pooled and ex.cG.mcse,
+        "exact_abs_rho": lin and fam and fam.abs_rho,
+        "exact_loss": pooled and ex.loss.mean,
+        "exact_rhat_cG": ex and ex.cG.rhat, "exact_nested_rhat_cG": ex and ex.cG.nested_rhat,
+        "exact_ess_cG": ex and ex.cG.ess,
+        "exact_branches_disagree": ex and str(ex.branches_disagree).lower(),
+        "exact_prior_cG": ex and ex.cG.prior.mean, "exact_copy_cG": ex and ex.cG.copy.mean,
+        "exact_acceptance": ex and ex.acceptance_mean, "exact_n_stuck": ex and ex.n_stuck,
+        "exact_n_opposite_family": lin and fam and fam.opposite.n,
+        "exact_abs_rho_opposite": lin and fam and fam.split and fam.opposite.abs_rho,
+        "sgld_prior_cG": _mean(sg.get("prior"), "cG"), "sgld_prior_cG_sd": _mean(sg.get("prior"), "cG", "sd"),
+        "sgld_copy_cG": _mean(sg.get("copy"), "cG"), "sgld_copy_cG_sd": _mean(sg.get("copy"), "cG", "sd"),
+        "sgld_exact_cG": _mean(sg.get("exact"), "cG"), "sgld_exact_cG_sd": _mean(sg.get("exact"), "cG", "sd"),
+        "sgld_rhat_cG": _mean(sg.get("prior"), "cG", "rhat"), "sgld_ess_cG": _mean(sg.get("prior"), "cG", "ess"),
+        "sgld_divergent": _mean(sg.get("prior"), "cG", "n_excluded"),
+        "sgld_loss": _mean(sg.get("prior"), "loss"), "coverage": _mean(sg.get("prior"), "coverage"),
+        "adam_cG": ad and ad.cG, "adam_n_global": ad and ad.n, "adam_loss": ad and ad.loss,
+        "adam_test_loss": ad and ad.test_loss,
+        "wall_s": p.wall_s,
+        "theory_in_window": str(p.theory_posterior.in_window).lower(),
+        "exact_fe_cG": fe and fe.cG.mean, "exact_fe_cG_sd": fe and fe.cG.sd, "exact_fe_cG_mcse": fe and fe.cG.mcse,
+        "exact_fe_copy_weight": fe and fe.copy_weight, "exact_fe_copy_weight_sd": fe and fe.copy_weight_sd,
     }
-    return ["" if row[c] is None else row[c] for c in CSV_COLUMNS]
+    # an empty cell where a method did not run or a quantity does not apply (None, False)
+    return ["" if row[c] is None or row[c] is False else row[c] for c in CSV_COLUMNS]
 
 
-def _dig(d, *keys):
-    for k in keys:
-        if not isinstance(d, dict) or k not in d:
-            return ""
-        d = d[k]
-    return d
+def _mean(section, key: str, stat: str = "mean"):
+    """``getattr(section.<key>, stat)``, None where the section did not run."""
+    return None if section is None else getattr(getattr(section, key), stat)
 
 
-def point_line(p: dict) -> str:
+def point_line(p: PointSummary) -> str:
     """One line of the script's report for a point: theory, exact posterior (both branches
     where the start families disagree), SGLD, Adam."""
-    lin = p["activation"] == "linear"
+    lin = p.activation == "linear"
     name = "|c_G|" if lin else "a_G"
-    th = p["theory_posterior"]["global"]
-    line = f"P={p['P']:>7}: theory (posterior form) {name}={th['cG']:.3f}"
+    th = p.theory_posterior.best
+    line = f"P={p.P:>7}: theory (posterior form) {name}={th.cG:.3f}"
     if lin:
-        line += f" |rho|={th['abs_rho']:.3f}"
-    if p["theory_posterior"].get("in_window"):
+        line += f" |rho|={th.abs_rho:.3f}"
+    if p.theory_posterior.in_window:
         line += " [two minima: coexistence window]"
-    if p.get("theory_posterior_sampled"):
-        line += f" | NUTS(OP) {p['theory_posterior_sampled']['cG']['mean']:.3f}"
-    ex = p.get("exact")
+    if p.theory_posterior_sampled:
+        line += f" | NUTS(OP) {p.theory_posterior_sampled.cG.mean:.3f}"
+    ex = p.exact
     if ex:
-        c = ex["cG"]
-        if ex["branches_disagree"]:
-            line += (f" | exact: TWO BRANCHES prior-start {c['prior']['mean']:.3f}, copy-start "
-                     f"{c['copy']['mean']:.3f} (nested R-hat {c['nested_rhat']:.2f})")
+        c = ex.cG
+        if ex.branches_disagree:
+            line += (f" | exact: TWO BRANCHES prior-start {c.prior.mean:.3f}, copy-start "
+                     f"{c.copy.mean:.3f} (nested R-hat {c.nested_rhat:.2f})")
         else:
-            line += f" | exact {c['mean']:.3f}+-{c['mcse']:.3f} (R-hat {c['rhat']:.3f}, ESS {c['ess']:.0f})"
+            line += f" | exact {c.mean:.3f}+-{c.mcse:.3f} (R-hat {c.rhat:.3f}, ESS {c.ess:.0f})"
         if lin:
-            fam = ex["sign_families"]
-            line += f" |rho| {fam['abs_rho']:.3f}"
-            if fam["split"]:
-                line += (f" [opposite-sign family: {fam['opposite']['n']} chains, |rho| "
-                         f"{fam['opposite']['abs_rho']:.3f}]")
-        if ex["n_stuck"]:
-            line += f" [{ex['n_stuck']} chains did not move]"
-        fe = p.get("exact_free_energy")
+            fam = ex.sign_families
+            line += f" |rho| {fam.abs_rho:.3f}"
+            if fam.split:
+                line += f" [opposite-sign family: {fam.opposite.n} chains, |rho| {fam.opposite.abs_rho:.3f}]"
+        if ex.n_stuck:
+            line += f" [{ex.n_stuck} chains did not move]"
+        fe = p.exact_free_energy
         if fe:
-            line += (f" | free energy (MBAR): {name}={fe['cG']['mean']:.3f}+-{fe['cG']['mcse']:.3f}, copy mass "
-                     f"{fe['copy_weight']:.3g}+-{fe['copy_weight_sd']:.2g}")
+            line += (f" | free energy (MBAR): {name}={fe.cG.mean:.3f}+-{fe.cG.mcse:.3f}, copy mass "
+                     f"{fe.copy_weight:.3g}+-{fe.copy_weight_sd:.2g}")
     for start, lab in (("prior", "SGLD relaxation from prior"), ("exact", "SGLD from exact draws"),
                        ("copy", "SGLD from copy")):
-        if p.get(f"sgld_{start}"):
-            line += f" | {lab} {p[f'sgld_{start}']['cG']['mean']:.3f}"
-    if p.get("adam_global"):
-        ad = p["adam_global"]
-        line += f" | Adam {ad['cG']:.3f} ({ad['n']}/{ad['of']})"
+        if start in p.sgld:
+            line += f" | {lab} {p.sgld[start].cG.mean:.3f}"
+    if p.adam_global:
+        ad = p.adam_global
+        line += f" | Adam {ad.cG:.3f} ({ad.n}/{ad.of})"
     return line
 
 
-def load_or_run_point(cfg, out, activation, P, index, progress=False):
+def load_or_run_point(cfg, out, activation, P, index, progress=False) -> tuple[PointSummary, dict, bool]:
     """Reuse a finished point (same configuration hash) or compute and save it
-    (``copyjax.results``: atomic writes, summary last)."""
+    (``copyjax.results``: atomic writes, summary last). Returns (summary, arrays, reused)."""
     base = results.point_path(out, activation, index)
     done = results.load_point(base, results.config_hash(cfg), P)
     if done is not None:
-        return *done, True
+        return PointSummary.from_json(done[0]), done[1], True
     summary, arrays = run_point(cfg, activation, P, index, progress)
-    summary["config_hash"] = results.config_hash(cfg)
-    results.save_point(base, summary, arrays)
+    summary = summary.replace(config_hash=results.config_hash(cfg))
+    results.save_point(base, summary.to_json(), arrays)
     return summary, arrays, False

@@ -28,6 +28,7 @@ import numpy as np
 from copyjax import reduced
 from copyjax._checks import check_activation, check_P, check_size
 from copyjax.chains import chain_keys, summarize
+from copyjax.schema import OPStat, OPSummary
 from copyjax.order import sector_order_parameters
 from copyjax.hyper import Hyper, default_hyper
 from copyjax.theory import linear_minima, softmax_mf_minima
@@ -244,19 +245,16 @@ def sample_op_posterior(key, P, L: int, V: int, activation: str, hyper: Hyper | 
                      np.asarray(div), np.asarray(acc))
 
 
-def op_summary(samples: OPSamples) -> dict:
+def op_summary(samples: OPSamples) -> OPSummary:
     """Posterior mean, sd, variance (the susceptibility), MCSE, R-hat and ESS of each
     observable; chains whose draws are not finite are left out (``summarize``)."""
     bad = ~np.all(np.stack([np.all(np.isfinite(v), axis=1) for v in samples.draws.values()]), axis=0)
-    out = {}
+    stats = {}
     for k, v in samples.draws.items():
         s = summarize(v, bad)
-        s["var"] = s["sd"] ** 2
-        out[k] = s
-    out["weights"] = samples.weights.tolist()
-    out["n_divergent_transitions"] = int(samples.divergent.sum())
-    out["acceptance"] = float(np.mean(samples.acceptance))
-    return out
+        stats[k] = OPStat(**s.to_json(), var=s.sd**2)
+    return OPSummary(samples.weights.tolist(), int(samples.divergent.sum()), float(np.mean(samples.acceptance)),
+                     **stats)
 
 
 def histogram(samples: OPSamples, name: str = "cG", bins: int = 40, range_=None):

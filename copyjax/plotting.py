@@ -1,5 +1,6 @@
 """Figures of the phase diagram (matplotlib, Agg). Each function takes the combined results
-of ``scripts/phase_diagram.py`` and writes PNG and PDF."""
+of ``scripts/phase_diagram.py`` (``res["points"]``: ``schema.PointSummary`` per point) and
+writes PNG and PDF."""
 from __future__ import annotations
 
 import os
@@ -39,7 +40,7 @@ def _save(fig, out, name):
 
 
 def _points(res, act):
-    return [p for p in res["points"] if p["activation"] == act]
+    return [p for p in res["points"] if p.activation == act]
 
 
 def order_parameters(res, out):
@@ -48,7 +49,7 @@ def order_parameters(res, out):
     for ax, act in zip(axes[0], acts):
         th = res["theory"][act]
         pts = _points(res, act)
-        Ps = np.array([p["P"] for p in pts], float)
+        Ps = np.array([p.P for p in pts], float)
         for (key, name), color in zip(ACT_KEYS[act], ("tab:blue", "tab:red")):
             ax.plot(th["P"], _theory_value(th, key), "-", color=color, lw=2, label=f"theory MAP, global: {name}")
             if "joint_map" in th:
@@ -59,23 +60,23 @@ def order_parameters(res, out):
                     if branch:
                         ax.plot(*zip(*branch), "--", color=color, lw=1, alpha=0.8,
                                 label=f"metastable {name}" if bi == 0 else None)
-            ax.plot(Ps, [p["theory_posterior"]["global"][key] for p in pts], "x", color=color,
+            ax.plot(Ps, [getattr(p.theory_posterior.best, key) for p in pts], "x", color=color,
                     ms=8, label=f"theory posterior form (minimum): {name}")
-            if key in pts[0].get("theory_posterior_sampled", {}):
-                ax.errorbar(Ps * 0.94, [p["theory_posterior_sampled"][key]["mean"] for p in pts],
-                            [p["theory_posterior_sampled"][key]["sd"] for p in pts], fmt="D",
+            if pts[0].theory_posterior_sampled is not None and key in pts[0].theory_posterior_sampled:
+                ax.errorbar(Ps * 0.94, [getattr(p.theory_posterior_sampled, key).mean for p in pts],
+                            [getattr(p.theory_posterior_sampled, key).sd for p in pts], fmt="D",
                             color=color, ms=4, alpha=0.6, capsize=2,
                             label=f"theory posterior, NUTS in OP space: {name}")
-            if "exact" in pts[0]:
+            if pts[0].exact is not None:
                 _exact_points(ax, pts, key, color, name, act)
             for start, (mk, lab) in SGLD_LABEL.items():
-                if f"sgld_{start}" in pts[0]:
+                if start in pts[0].sgld:
                     off = {"prior": 0.97, "exact": 1.03, "copy": 1.09}[start]
-                    ax.errorbar(Ps * off, [p[f"sgld_{start}"][key]["mean"] for p in pts],
-                                [p[f"sgld_{start}"][key]["sd"] for p in pts], fmt=mk, color=color,
+                    ax.errorbar(Ps * off, [getattr(p.sgld[start], key).mean for p in pts],
+                                [getattr(p.sgld[start], key).sd for p in pts], fmt=mk, color=color,
                                 mfc="none", ms=5, capsize=2, alpha=0.7, label=f"{lab}: {name}")
-            if "adam_global" in pts[0]:
-                ax.plot(Ps, [p["adam_global"][key] for p in pts], "^", color=color, ms=7,
+            if pts[0].adam_global is not None:
+                ax.plot(Ps, [getattr(p.adam_global, key) for p in pts], "^", color=color, ms=7,
                         label=f"Adam (global-min runs): {name}")
         for k, ls in (("P_star", ":"), ("P_onset", ":"), ("P_cross", "-.")):
             v = res["transitions"][act].get(k)
@@ -98,31 +99,29 @@ def _exact_points(ax, pts, key, color, name, act):
     states (the opposite family's value drawn as a cross), else all chains."""
     one, two = [], []
     for p in pts:
-        ex = p["exact"]
-        (two if ex["branches_disagree"] else one).append(p)
+        (two if p.exact.branches_disagree else one).append(p)
+
     def val(p, fam=None):
         if key == "abs_rho" and act == "linear":
-            v = p["exact"]["sign_families"]["abs_rho"]
-            return v, p["exact"]["abs_rho"]["sd"]
-        s = p["exact"][key] if fam is None else p["exact"][key][fam]
-        return s["mean"], s["sd"]
+            return p.exact.sign_families.abs_rho, p.exact.abs_rho.sd
+        s = getattr(p.exact, key) if fam is None else getattr(getattr(p.exact, key), fam)
+        return s.mean, s.sd
     if one:
         m, sd = zip(*(val(p) for p in one))
-        ax.errorbar([p["P"] * 1.015 for p in one], m, sd, fmt="*", color=color, ms=10, capsize=2,
+        ax.errorbar([p.P * 1.015 for p in one], m, sd, fmt="*", color=color, ms=10, capsize=2,
                     mec="k", mew=0.5, label=f"exact posterior of G (MALA): {name}")
     for fam, mfc in (("prior", "none"), ("copy", color)):
         if two:
             m, sd = zip(*(val(p, fam) for p in two))
-            ax.errorbar([p["P"] * 1.015 for p in two], m, sd, fmt="*", color=color, mfc=mfc, ms=10,
+            ax.errorbar([p.P * 1.015 for p in two], m, sd, fmt="*", color=color, mfc=mfc, ms=10,
                         capsize=2, label=f"exact, {fam}-start branch (families disagree): {name}")
-    fe = [p for p in pts if p.get("exact_free_energy") and key in p["exact_free_energy"]]
+    fe = [p for p in pts if p.exact_free_energy is not None and key == "cG"]  # the umbrella weighs a_G
     if fe:
-        ax.errorbar([p["P"] * 1.015 for p in fe], [p["exact_free_energy"][key]["mean"] for p in fe],
-                    [p["exact_free_energy"][key]["sd"] for p in fe], fmt="P", color=color, ms=10, mec="k",
+        ax.errorbar([p.P * 1.015 for p in fe], [p.exact_free_energy.cG.mean for p in fe],
+                    [p.exact_free_energy.cG.sd for p in fe], fmt="P", color=color, ms=10, mec="k",
                     mew=0.8, capsize=2, label=f"exact, both phases weighed (umbrella + MBAR): {name}")
     if key == "abs_rho" and act == "linear":
-        opp = [(p["P"], p["exact"]["sign_families"]["opposite"]["abs_rho"]) for p in pts
-               if p["exact"]["sign_families"]["split"]]
+        opp = [(p.P, p.exact.sign_families.opposite.abs_rho) for p in pts if p.exact.sign_families.split]
         if opp:
             ax.plot(*zip(*opp), "+", color=color, ms=8, label="exact, opposite-sign family (g s < 0): |rho|")
 
@@ -136,21 +135,20 @@ def losses(res, out):
         if "joint_map" in th:
             ax.plot(th["P"], th["joint_map"]["loss"], ":k", lw=1.5, label="theory joint MAP (W at its mean)")
         pts = _points(res, act)
-        Ps = [p["P"] for p in pts]
-        ax.plot(Ps, [p["theory_posterior"]["global"]["loss"] for p in pts], "xk", label="theory posterior form")
-        if "exact" in pts[0]:
-            ok = [p for p in pts if not p["exact"]["branches_disagree"]]
-            ax.plot([p["P"] for p in ok], [p["exact"]["loss"]["mean"] for p in ok], "*k", ms=9,
+        Ps = [p.P for p in pts]
+        ax.plot(Ps, [p.theory_posterior.best.loss for p in pts], "xk", label="theory posterior form")
+        if pts[0].exact is not None:
+            ok = [p for p in pts if not p.exact.branches_disagree]
+            ax.plot([p.P for p in ok], [p.exact.loss.mean for p in ok], "*k", ms=9,
                     label="exact posterior (W averaged)")
         for start, (mk, lab) in SGLD_LABEL.items():
-            if f"sgld_{start}" in pts[0]:
-                ax.plot(Ps, [p[f"sgld_{start}"]["loss"]["mean"] for p in pts], mk, mfc="none",
-                        label=f"{lab}: train")
-                ax.plot(Ps, [p[f"sgld_{start}"]["test_loss"] for p in pts], mk, alpha=0.5,
-                        label=f"{lab}: test")
-        if "adam_global" in pts[0]:
-            ax.plot(Ps, [p["adam_global"]["loss"] for p in pts], "^", label="Adam train")
-            ax.plot(Ps, [p["adam_global"]["test_loss"] for p in pts], "v", label="Adam test")
+            if start in pts[0].sgld:
+                ax.plot(Ps, [p.sgld[start].loss.mean for p in pts], mk, mfc="none", label=f"{lab}: train")
+                ax.plot(Ps, [np.nan if p.sgld[start].test_loss is None else p.sgld[start].test_loss
+                             for p in pts], mk, alpha=0.5, label=f"{lab}: test")
+        if pts[0].adam_global is not None:
+            ax.plot(Ps, [p.adam_global.loss for p in pts], "^", label="Adam train")
+            ax.plot(Ps, [p.adam_global.test_loss for p in pts], "v", label="Adam test")
         ax.set_xscale("log")
         ax.set_xlabel("P")
         ax.set_ylabel("loss per sequence")
@@ -166,16 +164,16 @@ def histograms(res, arrays, out):
     acts = res["activations"]
     fig, axes = plt.subplots(1, len(acts), figsize=(6 * len(acts), 4), squeeze=False)
     for ax, act in zip(axes[0], acts):
-        pts = [p for p in _points(res, act) if "exact" in p]
+        pts = [p for p in _points(res, act) if p.exact is not None]
         if not pts:
             ax.set_visible(False)
             continue
         tr = res["transitions"][act]
-        ref = tr.get("P_star") or tr.get("P_onset") or tr.get("P_steepest") or pts[len(pts) // 2]["P"]
-        order = np.argsort([abs(np.log(p["P"] / ref)) for p in pts])[:3]
+        ref = tr.get("P_star") or tr.get("P_onset") or tr.get("P_steepest") or pts[len(pts) // 2].P
+        order = np.argsort([abs(np.log(p.P / ref)) for p in pts])[:3]
         for i in sorted(order):
             p = pts[i]
-            a = arrays[(act, p["P"])]
+            a = arrays[(act, p.P)]
             x, start = a["exact_cG"], a["exact_start"]
             line = None
             for code, ls in ((0, "-"), (1, "--")):
@@ -183,7 +181,7 @@ def histograms(res, arrays, out):
                 if v.size:
                     h = ax.hist(v, bins=30, histtype="step", density=True, lw=1.5, ls=ls,
                                 color=None if line is None else line,
-                                label=f"P={p['P']}, {('prior', 'copy')[code]} start")
+                                label=f"P={p.P}, {('prior', 'copy')[code]} start")
                     line = h[2][0].get_edgecolor()
         ax.set_xlabel(("a_G" if act == "softmax" else "|c_G|") + " (exact posterior of G, MALA draws)")
         ax.set_ylabel("density")
@@ -197,14 +195,14 @@ def adam_curves(res, arrays, out):
     fig, axes = plt.subplots(1, len(acts), figsize=(6 * len(acts), 4), squeeze=False)
     for ax, act in zip(axes[0], acts):
         pts = _points(res, act)
-        if "adam_global" not in pts[0]:
+        if pts[0].adam_global is None:
             continue
         idx = sorted({0, len(pts) // 2, len(pts) - 1})
         for i in idx:
             p = pts[i]
-            a = arrays[(act, p["P"])]
+            a = arrays[(act, p.P)]
             curves = a["adam_prior_loss_curve"]
-            line = ax.plot(a["adam_steps"], curves[0], lw=1.5, label=f"P={p['P']}")[0]
+            line = ax.plot(a["adam_steps"], curves[0], lw=1.5, label=f"P={p.P}")[0]
             for c in curves[1:]:
                 ax.plot(a["adam_steps"], c, lw=0.6, alpha=0.5, color=line.get_color())
         ax.set_xscale("log")
@@ -219,13 +217,13 @@ def coverage(res, out):
     fig, ax = plt.subplots(figsize=(6, 4))
     for act in res["activations"]:
         pts = _points(res, act)
-        Ps = [p["P"] for p in pts]
+        Ps = [p.P for p in pts]
         for start, (mk, lab) in SGLD_LABEL.items():
-            if f"sgld_{start}" in pts[0]:
-                ax.plot(Ps, [p[f"sgld_{start}"]["coverage"]["mean"] for p in pts], mk + "-",
-                        mfc="none", label=f"{act}, {lab}")
-        if "adam_global" in pts[0]:
-            ax.plot(Ps, [p["adam_global"]["coverage"] for p in pts], "^--", label=f"{act}, Adam")
+            if start in pts[0].sgld:
+                ax.plot(Ps, [p.sgld[start].coverage.mean for p in pts], mk + "-", mfc="none",
+                        label=f"{act}, {lab}")
+        if pts[0].adam_global is not None:
+            ax.plot(Ps, [p.adam_global.coverage for p in pts], "^--", label=f"{act}, Adam")
     ax.set_xscale("log")
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("P")

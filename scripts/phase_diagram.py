@@ -24,7 +24,6 @@ PRESETS = {
     "full": dict(chains=2048, steps=20000, adam_seeds=256, adam_steps=5000, n_P=16, op_chains=1024,
                  op_draws=500, exact_chains=1024, exact_steps=3000),
 }
-SGLD_STARTS = ("prior", "exact", "copy")
 
 
 def write_netcdf(arr: dict, base: str, attrs: dict) -> None:
@@ -33,8 +32,9 @@ def write_netcdf(arr: dict, base: str, attrs: dict) -> None:
     import numpy as np
 
     from copyjax import experiments as E, io
+    from copyjax.schema import SGLD_STARTS
 
-    for family in ["exact", "op"] + [f"sgld_{s}" for s in E.SGLD_STARTS]:
+    for family in ["exact", "op"] + [f"sgld_{s}" for s in SGLD_STARTS]:
         draws = {k: arr[f"{family}_{k}"] for k in E.OBS_KEYS
                  if f"{family}_{k}" in arr and np.ndim(arr[f"{family}_{k}"]) == 2}
         if draws:
@@ -42,6 +42,8 @@ def write_netcdf(arr: dict, base: str, attrs: dict) -> None:
 
 
 def parser():
+    from copyjax.schema import SGLD_STARTS
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--L", type=positive_int("--L"), default=64, help="sequence length (>= 2)")
@@ -237,7 +239,7 @@ def main(argv=None):
             if k.startswith("P_")}}
 
     res = {"config": cfg, "activations": cfg["activations"], "P_grid": Ps.tolist(),
-           "transitions": transitions, "theory": theory, "points": points,
+           "transitions": transitions, "theory": theory, "points": [p.to_json() for p in points],
            "versions": {m: __import__(m).__version__ for m in
                         ("jax", "jaxlib", "blackjax", "optax", "numpyro", "chex", "numpy", "copyjax")},
            "wall_s_total": time.perf_counter() - t_start, "points_reused": reused}
@@ -246,6 +248,7 @@ def main(argv=None):
     results.atomic_savez(os.path.join(out, "results.npz"), **flat)
     results.write_csv(os.path.join(out, "summary.csv"), E.CSV_COLUMNS, [E.csv_row(p) for p in points])
     figs = []
+    res = res | {"points": points}  # the figures read the typed points (schema.PointSummary)
     figs += plotting.order_parameters(res, out)
     figs += plotting.losses(res, out)
     if cfg["exact_chains"]:
@@ -267,7 +270,7 @@ def main(argv=None):
         j = t["joint_map"]
         print("  joint MAP of (W, G), what Adam maximises: " + ", ".join(
             f"{k} = {v:.0f}" for k, v in j.items() if isinstance(v, float)))
-        for p in [q for q in points if q["activation"] == act]:
+        for p in [q for q in points if q.activation == act]:
             print("    " + E.point_line(p))
     print("  figures: " + ", ".join(os.path.basename(f) for f in figs if f.endswith(".png")))
     return 0

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -118,17 +119,21 @@ def test_free_energy_weighs_the_phases_where_the_start_families_disagree(monkeyp
     from copyjax import exact_posterior, experiments as E
 
     real = exact_posterior.summarize_exact
-    monkeypatch.setattr(exact_posterior, "summarize_exact", lambda *a, **k: real(*a, **k) | {"branches_disagree": True})
+    monkeypatch.setattr(exact_posterior, "summarize_exact",
+                        lambda *a, **k: dataclasses.replace(real(*a, **k), branches_disagree=True))
     cfg = {"L": 4, "V": 3, "chains": 0, "steps": 20, "step_size": None, "batch": None, "adam_seeds": 0,
            "adam_steps": 20, "op_chains": 0, "op_draws": 10, "exact_chains": 4, "exact_steps": 60,
            "exact_warmup": 20, "sgld_starts": ["prior"], "adam_lr": 2e-2, "adam_rtol": 1e-3, "beta": 1.0,
            "sigma_w2": 1.0, "sigma_g2": {"softmax": 1.0, "linear": 0.25}, "seed": 0, "test_P": 200,
            "free_energy": {"steps": 90}}
     s, arrays = E.run_point(cfg, "softmax", 40, 0)
-    fe = s["exact_free_energy"]
-    assert 0.0 <= fe["cG"]["mean"] <= 1.0 and fe["cG"]["mcse"] > 0 and fe["cG"]["sd"] > 0
-    assert 0.0 <= fe["copy_weight"] <= 1.0
+    fe = s.exact_free_energy
+    assert 0.0 <= fe.cG.mean <= 1.0 and fe.cG.mcse > 0 and fe.cG.sd > 0
+    assert 0.0 <= fe.copy_weight <= 1.0
     assert arrays["fe_F"].shape == (arrays["fe_edges"].size - 1,)
     row = dict(zip(E.CSV_COLUMNS, E.csv_row(s)))
-    assert row["exact_fe_cG"] == fe["cG"]["mean"] and row["exact_fe_copy_weight"] == fe["copy_weight"]
+    assert row["exact_fe_cG"] == fe.cG.mean and row["exact_fe_copy_weight"] == fe.copy_weight
+    # the typed point survives its JSON (compared as JSON text: NaN != NaN, e.g. no barrier)
+    text = json.dumps(s.to_json())
+    assert json.dumps(type(s).from_json(json.loads(text)).to_json()) == text
     assert "free energy (MBAR)" in E.point_line(s)
