@@ -140,3 +140,8 @@ def check_step_size(step_size):
             raise ValueError(f"step_size must be a finite number > 0 (or a schedule), got {step_size!r}")
         return lambda t: jnp.asarray(v)
     return lambda t: step_size
+
+
+__all__ = ["ACTIVATIONS", "check_activation", "check_burn_in", "check_form", "check_P", "check_P_grid",
+           "check_positive", "check_size", "check_square", "check_stats", "check_step_size", "check_tokens",
+           "FORMS", "is_concrete"]

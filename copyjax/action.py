@@ -149,3 +149,7 @@ def expected_test_loss(A: jax.Array, stats_train: jax.Array, stats_test: jax.Arr
     Kt, Bt = stats_contractions(A, stats_test)
     return _posterior_w_loss(K, B, Kt, Bt, stats_size(stats_train).astype(A.dtype),
                              stats_size(stats_test).astype(A.dtype), L, hyper)
+
+
+__all__ = ["action_from_features", "action_from_KB", "data_action", "exact_action", "expected_loss",
+           "expected_test_loss", "marginal_logdensity", "precision_M"]

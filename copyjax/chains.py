@@ -21,12 +21,8 @@ import blackjax
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import shard_map
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
-
-try:
-    from jax import shard_map
-except ImportError:  # older jax
-    from jax.experimental.shard_map import shard_map
 
 from copyjax._checks import check_burn_in, check_size
 from copyjax.schema import Summary

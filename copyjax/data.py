@@ -145,3 +145,7 @@ def stats_size(stats) -> jax.Array:
 def stats_peak_bytes(L: int, V: int, chunk: int = DEFAULT_CHUNK) -> int:
     """Upper estimate of the working memory of ``sampled_stats`` (bytes)."""
     return 4 * chunk * L * (L - 1) + 4 * chunk * L + 4 * L * L * V * V * 3
+
+
+__all__ = ["copy_targets", "DEFAULT_CHUNK", "expected_stats", "one_hot", "sample_tokens", "sampled_stats",
+           "stats_peak_bytes", "stats_size", "streamed_tokens", "sufficient_stats"]

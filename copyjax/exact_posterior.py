@@ -403,3 +403,9 @@ def sign_families(draws: dict, keep: np.ndarray, z: float = 4.0) -> SignFamilies
         split = abs(a.mean - b.mean) > z * float(np.hypot(a.mcse, b.mcse))
     pooled = float(np.mean(rho[keep])) if keep.any() else float("nan")
     return SignFamilies(same, opposite, bool(split), same.abs_rho if split else pooled)
+
+
+__all__ = ["AdaptiveMALAInfo", "AdaptiveMALAState", "as_top_level_api", "build_kernel",
+           "default_initial_step", "default_warmup_lr", "default_warmup_steps", "ExactObserver", "ExactRun",
+           "ExactSampler", "init", "optimise_starts", "order_directions", "sample_exact_posterior",
+           "sign_families", "start_positions", "summarize_exact", "window_starts", "WINDOWS"]

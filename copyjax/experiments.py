@@ -13,11 +13,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from copyjax import chains, exact_posterior, network, results, samplers, theory, training
+from copyjax import chains, exact_posterior, network, results, samplers, training
 from copyjax.data import sampled_stats, stats_size, streamed_tokens
 from copyjax.hyper import Hyper
 from copyjax.model import attention, log_likelihood_from_stats
 from copyjax.order import sector_order_parameters
+from copyjax.problem import Problem
 from copyjax.schema import (
     SGLD_STARTS,
     AdamSummary,
@@ -107,30 +108,28 @@ def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = F
     arrays = {}
 
     # theory at this P (expected statistics)
+    prob = Problem(L, V, activation, hyper)
     for form in ("map", "posterior"):
-        ms = theory.minima(P, L, V, activation, hyper, form)
+        ms = prob.minima(P, form)
         best = min(ms, key=lambda m: m.action)
         summary[f"theory_{form}"] = TheoryForm(
-            theory_op(best, L, activation, loss=theory.minimum_loss(best, P, L, V, activation, hyper, form)),
+            theory_op(best, L, activation, loss=prob.minimum_loss(best, P, form)),
             [theory_op(m, L, activation, action=m.action) for m in ms],
             # two minima: inside this form's coexistence window, where the exact chains'
             # start families are expected to disagree
             in_window=len(ms) > 1)
 
     # the joint MAP of (W, G): what Adam converges to (docs/theory.md, joint_map form)
-    ms = theory.minima(P, L, V, activation, hyper, "joint_map")
-    best = min(ms, key=lambda m: m.action)
-    summary["theory_joint_map"] = theory_op(
-        best, L, activation, loss=theory.minimum_loss(best, P, L, V, activation, hyper, "joint_map"))
+    best = prob.global_minimum(P, "joint_map")
+    summary["theory_joint_map"] = theory_op(best, L, activation, loss=prob.minimum_loss(best, P, "joint_map"))
     clock = {"theory": time.perf_counter() - t0}
     t1 = time.perf_counter()
     # the posterior form sampled in order-parameter space (NUTS, copyjax.op_posterior)
     if cfg.get("op_chains"):
         from copyjax import op_posterior
 
-        s = op_posterior.sample_op_posterior(jax.random.fold_in(key, 101), float(P), L, V, activation,
-                                             hyper, n_chains=cfg["op_chains"], n_draws=cfg["op_draws"],
-                                             n_warmup=max(25, cfg["op_draws"] // 2))
+        s = prob.sample_op_posterior(jax.random.fold_in(key, 101), float(P), n_chains=cfg["op_chains"],
+                                     n_draws=cfg["op_draws"], n_warmup=max(25, cfg["op_draws"] // 2))
         # the observables the exact posterior reports (softmax: no abs_rho)
         summary["theory_posterior_sampled"] = dataclasses.replace(
             op_posterior.op_summary(s), **{k: None for k in ("c1", "cG", "abs_rho", "loss", "family")
@@ -348,3 +347,8 @@ def load_or_run_point(cfg, out, activation, P, index, progress=False) -> tuple[P
     summary = summary.replace(config_hash=results.config_hash(cfg))
     results.save_point(base, summary.to_json(), arrays)
     return summary, arrays, False
+
+
+__all__ = ["auto_step_size", "CSV_COLUMNS", "csv_row", "DEFAULT_EXACT_STEPS", "exact_joint_starts",
+           "EXACT_KEYS", "exact_thin", "load_or_run_point", "OBS_KEYS", "point_line", "run_point",
+           "SGLD_STARTS", "theory_op"]

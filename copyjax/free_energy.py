@@ -465,3 +465,10 @@ def equal_weight_point(P: np.ndarray, log_ratio: np.ndarray, log_ratio_sd: np.nd
             err_r = np.hypot((1 - w) * s[i], w * s[i + 1])
             return float(np.exp(x)), float(np.exp(x) * err_r / abs(slope))
     return float("nan"), float("nan")
+
+
+__all__ = ["barrier_height", "biased_logdensity", "bin_centres", "check_coordinate", "COORDINATES",
+           "copy_coordinate", "copy_direction", "equal_weight_point", "local_minima", "mean_coordinate",
+           "Profile", "profile", "recombine", "Recombined", "sample_umbrella", "softmax_phase_weights",
+           "softmax_windows", "SoftmaxWindows", "start_positions", "UmbrellaObserver", "UmbrellaRun",
+           "UmbrellaSampler", "UmbrellaState"]

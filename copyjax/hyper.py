@@ -67,3 +67,6 @@ def normalised_hyper(activation: str, L: int, V: int, loss: str = "mean", w_prio
     sigma_w2 = base.sigma_w2 * (V if w_prior == "unit" else 1.0)
     sigma_g2 = {"design": base.sigma_g2, "unit": 1.0, "per_L": 1.0 / L}[g_prior]
     return Hyper(beta, sigma_w2, sigma_g2)
+
+
+__all__ = ["default_hyper", "G_PRIORS", "Hyper", "LOSS_NORMS", "normalised_hyper", "W_PRIORS"]

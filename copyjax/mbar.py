@@ -149,3 +149,6 @@ def subsample(x: np.ndarray) -> np.ndarray:
     ess = float(nd.effective_sample_size(x[None, :]))
     g = max(1, int(np.ceil(x.size / max(ess, 1.0))))
     return np.arange(x.size - 1, -1, -g)[::-1]
+
+
+__all__ = ["covariance", "difference_sd", "MBARResult", "solve", "state_free_energies", "subsample"]

@@ -141,3 +141,8 @@ def log_likelihood_from_stats(W, A, stats, beta) -> jax.Array:
     P = stats_size(stats).astype(A.dtype)
     sq = jnp.sum((W @ K) * W) - 2 * jnp.sum(W * B.T) + P * L
     return -beta * sq / (2 * L)
+
+
+__all__ = ["attention", "forward", "log_likelihood", "log_likelihood_from_stats", "log_posterior",
+           "log_prior", "per_sequence_loss", "pooled_features", "shift_matrix", "stats_contractions",
+           "uniform_matrix"]

@@ -108,3 +108,7 @@ class Observer(NamedTuple):
     def __call__(self, position: Params, data) -> dict:
         out = observables(position, data["stats"], self.hyper, self.activation)
         return {k: out[k] for k in self.keys}
+
+
+__all__ = ["copy_init", "init_params", "logdensity_from_stats", "observables", "Observer", "Params",
+           "sample_w_posterior", "sequence_loglik"]

@@ -356,3 +356,7 @@ def softmax_aG_profile(P, L: int, V: int, edges, divide: float, hyper: Hyper | N
     hi, lo = ok & (a >= divide), ok & (a < divide)
     lr = (np.logaddexp.reduce(logm[hi]) if hi.any() else -np.inf) - (np.logaddexp.reduce(logm[lo]) if lo.any() else -np.inf)
     return TheoryProfile(edges, F - np.nanmin(F), float(lr), gap)
+
+
+__all__ = ["equal_mass_point", "histogram", "op_summary", "OPSamples", "posterior_modes",
+           "sample_op_posterior", "sampling_law", "softmax_aG_profile", "TheoryProfile"]

@@ -101,3 +101,7 @@ def sign_invariant(A: jax.Array) -> dict[str, jax.Array]:
     rho = c1 + cG
     return {"abs_rho": sec["abs_rho"], "abs_cG": sec["cG"], "family": sec["family"],
             "rho2": rho**2, "cG2": cG**2}
+
+
+__all__ = ["coverage", "order_parameters", "reported_order_parameters", "sector_order_parameters",
+           "sign_invariant"]

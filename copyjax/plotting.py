@@ -509,3 +509,8 @@ def free_energy_vs_L(summaries: list, out: str):
             z.legend(fontsize=7)
     fig.tight_layout()
     return _save(fig, os.path.dirname(out) or ".", os.path.basename(out))
+
+
+__all__ = ["ACT_KEYS", "ACT_LABEL", "adam_curves", "coverage", "free_energy", "free_energy_linear",
+           "free_energy_vs_L", "histograms", "losses", "order_parameters", "SGLD_LABEL", "theory_figures",
+           "theory_histograms", "theory_landscapes", "theory_order_parameters", "theory_susceptibility"]

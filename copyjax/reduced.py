@@ -329,3 +329,10 @@ def sector_loss(a, r, g, s, P, L: int, V: int, hyper, average_w: bool = True):
         return (L - 2 * w * y + w**2 * x + v) / (2 * L * V)
 
     return (V - 1) * part(a, g) + part(r, s)
+
+
+__all__ = ["aG_from_y", "copy_ansatz", "law_for", "linear_energy", "linear_posterior_action",
+           "linear_profile", "linear_residual_saddle", "newton_minimize", "newton_root", "pattern_scalars",
+           "residual_dims", "row_cumulant", "row_law", "ROW_LAW_SEED", "row_moments", "RowLaw",
+           "sector_action", "sector_loss", "softmax_aG", "softmax_energy", "softmax_free_energy",
+           "softmax_mf_hessian", "softmax_mf_map", "softmax_posterior_action", "span_scalars"]

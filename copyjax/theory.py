@@ -455,3 +455,9 @@ def transition_points(L: int, V: int, activation: str, hyper: Hyper | None = Non
     else:
         out = _linear_transitions(L, V, hyper, form, P_lo, P_hi)
     return TransitionPoints(L=L, V=V, activation=activation, form=form, hyper=tuple(map(float, hyper)), **out)
+
+
+__all__ = ["check_form", "check_P", "check_P_grid", "FORMS", "gamma_grid", "law_for", "least_squares",
+           "linear_family_minima", "linear_hessian_at_zero", "linear_minima", "minima", "Minimum",
+           "minimum_loss", "minimum_scalars", "softmax_map_minima", "softmax_mf_minima", "theory_curve",
+           "transition_points", "TransitionPoints"]

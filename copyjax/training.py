@@ -114,3 +114,6 @@ def reached_global(final_logpost, rtol: float = 1e-3, reference: float | None = 
         return ok
     best = np.max(lp[ok]) if reference is None else max(np.max(lp[ok]), reference)
     return ok & (best - lp <= rtol * abs(best))
+
+
+__all__ = ["Ensemble", "init_ensemble", "reached_global", "train_ensemble"]

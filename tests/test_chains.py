@@ -32,7 +32,7 @@ def test_a_sweep_over_P_compiles_once():
         st = cj.sufficient_stats(cj.sample_tokens(jax.random.key(P), P, L, V), V).astype(jnp.float32)
         data = {"stats": st, "step_size": jnp.float32(1e-3 / P)}
         s = C.run_chains(jax.random.key(1), spec, init, observe, data, schedule=C.Schedule(6, thin=2))
-        assert s.draws["w"].shape == (4, 3)
+        chex.assert_shape(s.draws["w"], (4, 3))  # (chain, draw)
 
 
 @pytest.mark.parametrize("act", ["linear", "softmax"])

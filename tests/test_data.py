@@ -1,3 +1,4 @@
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -15,7 +16,8 @@ def brute_counts(tokens, V):
 def test_sufficient_stats_equals_one_hot(chunk):
     tokens = cj.sample_tokens(jax.random.key(0), 53, 6, 4)
     C = cj.sufficient_stats(tokens, 4, chunk=chunk)
-    assert C.shape == (6, 6, 4, 4) and C.dtype == jnp.int32
+    chex.assert_shape(C, (6, 6, 4, 4))
+    chex.assert_type(C, jnp.int32)
     np.testing.assert_array_equal(np.asarray(C), brute_counts(tokens, 4))
 
 
@@ -23,14 +25,15 @@ def test_sampled_stats_is_stats_of_streamed_tokens():
     key = jax.random.key(3)
     C = cj.sampled_stats(key, 45, 5, 3, chunk=16)
     toks = cj.streamed_tokens(key, 45, 5, 3, chunk=16)
-    assert toks.shape == (45, 5)
+    chex.assert_shape(toks, (45, 5))
     np.testing.assert_array_equal(np.asarray(C), brute_counts(toks, 3))
     assert int(cj.stats_size(C)) == 45
 
 
 def test_tokens_and_targets():
     t = cj.sample_tokens(jax.random.key(1), 1000, 8, 5)
-    assert t.dtype == jnp.int32 and t.shape == (1000, 8)
+    chex.assert_shape(t, (1000, 8))
+    chex.assert_type(t, jnp.int32)
     assert int(t.min()) == 0 and int(t.max()) == 4
     y = cj.copy_targets(t)
     np.testing.assert_array_equal(np.asarray(y[:, 1:]), np.asarray(t[:, :-1]))

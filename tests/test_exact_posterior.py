@@ -1,5 +1,6 @@
 """The exact-posterior sampler of G: adaptive MALA (per-chain steps), start families,
 nested R-hat, sign families, bad input."""
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -96,7 +97,7 @@ def test_exact_sampler_matches_fixed_step_mala(act):
     a = summ["cG"]
     assert abs(a["mean"] - b["mean"]) < 4 * np.hypot(a["mcse"], b["mcse"]), (a, b)
     assert summ["acceptance_mean"] > 0.4
-    assert run.samples.draws["cG"].shape == (32, 200)  # (1500 - 500) / 5
+    chex.assert_shape(run.samples.draws["cG"], (32, 200))  # (chain, draw): (1500 - 500) / 5
 
 
 def test_two_phases_are_reported_as_two_branches():

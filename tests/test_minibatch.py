@@ -1,5 +1,6 @@
 """Minibatch path without one-hot tensors (copyjax.minibatch) and the two minibatch layouts."""
 import blackjax
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -43,7 +44,7 @@ def test_estimator_equals_blackjax_grad_estimator_on_the_same_minibatch(act):
     ref = blackjax.sgmcmc.gradients.grad_estimator(
         lambda q: log_prior(q.W, q.G, h), lambda q, t: N.sequence_loglik(q, t, h, act), P)
     batch = draw(jax.random.key(7))
-    assert batch.shape == (B, L)
+    chex.assert_shape(batch, (B, L))
     for a, b in zip(est(p, batch), ref(p, batch)):
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5 * float(jnp.max(jnp.abs(b))))
 

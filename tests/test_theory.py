@@ -211,3 +211,31 @@ def test_transition_points_are_typed_with_every_field():
     assert s.P_onset is None and lin.P_star is None and lin.P_onset > 0 and lin["P_onset"] == lin.P_onset
     assert lin.get("P_star", "absent") == "absent" and s.get("first_order") is False
     assert json.loads(json.dumps(s.as_dict()))["P_steepest"] == s.P_steepest
+
+
+def test_problem_is_the_theory_at_one_task():
+    # the hashable description gives the module functions' numbers, and refuses bad input
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from copyjax.problem import Problem
+    from copyjax import theory
+
+    prob = Problem.make(16, 8, "softmax")
+    assert prob == Problem(16, 8, "softmax", cj.default_hyper("softmax", 16)) and hash(prob) == hash(
+        Problem.make(16, 8, "softmax"))
+    assert prob.transition_points() == theory.transition_points(16, 8, "softmax", prob.hyper)
+    m = prob.global_minimum(900, "posterior")
+    assert m == min(theory.minima(900, 16, 8, "softmax", prob.hyper, "posterior"), key=lambda x: x.action)
+    assert prob.minimum_loss(m, 900, "posterior") == theory.minimum_loss(m, 900, 16, 8, "softmax", prob.hyper,
+                                                                         "posterior")
+    with pytest.raises(ValueError, match="P"):
+        prob.minima(-1.0)
+    with pytest.raises(ValueError, match="form"):
+        prob.minima(100, "mean_field")
+    with pytest.raises(ValueError, match="L"):
+        Problem.make(1, 8, "softmax")
+    with pytest.raises(ValueError, match="activation"):
+        Problem.make(16, 8, "relu")
+    with pytest.raises(ValueError, match="softmax"):
+        Problem.make(16, 8, "linear").softmax_aG_profile(100, [0.0, 1.0], 0.2)

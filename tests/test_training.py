@@ -1,3 +1,4 @@
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -15,7 +16,8 @@ def test_adam_ensemble_reaches_a_maximum_and_filter_works():
     init = T.init_ensemble(jax.random.key(1), 6, L, V, h, act)
     ens = T.train_ensemble(jax.random.key(2), init, st, h, act, steps=600, learning_rate=2e-2,
                            record_every=50)
-    assert ens.curves["loss"].shape == (6, 12) and ens.steps[-1] == 600
+    chex.assert_shape(ens.curves["loss"], (6, 12))
+    assert ens.steps[-1] == 600
     # training improves the log posterior and ends at a stationary point
     assert np.all(ens.curves["logpost"][:, -1] > ens.curves["logpost"][:, 0])
     g = jax.vmap(jax.grad(N.logdensity_from_stats), (0, None, None, None))(ens.final, st, h, act)

@@ -1,0 +1,22 @@
+"""docs/api.md lists every module's __all__, and every name in __all__ exists."""
+import importlib
+import pkgutil
+import re
+from pathlib import Path
+
+import copyjax
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "api.md"
+
+
+def test_docs_list_each_modules_public_api():
+    # each "### `module`" section ends with the line of its names in backticks
+    sections = DOC.read_text().split("## Public API")[1].split("### `")[1:]
+    listed = {s.split("`")[0]: re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", s.strip().splitlines()[-1])
+              for s in sections}
+    names = ["copyjax"] + sorted(m.name for m in pkgutil.walk_packages(copyjax.__path__, "copyjax."))
+    assert sorted(listed) == sorted(names)
+    for name in names:
+        mod = importlib.import_module(name)
+        assert listed[name] == list(mod.__all__), name
+        assert all(hasattr(mod, n) for n in mod.__all__), name
