@@ -70,9 +70,9 @@ rows, relax = [], []
 def grid(L, act, h):
     tp = cj.transition_points(L, a.V, act, h, "map")
     if act == "softmax":
-        Pc = tp["P_star"] or tp["P_steepest"]
+        Pc = tp.P_star or tp.P_steepest
         return [("below", 0.5 * Pc), ("above", 2.5 * Pc)]
-    return [("below", 0.5 * tp["P_onset"]), ("above", 3.0 * (tp["P_cross"] or tp["P_onset"]))]
+    return [("below", 0.5 * tp.P_onset), ("above", 3.0 * (tp.P_cross or tp.P_onset))]
 
 
 def timed_chains(*args, **kw):

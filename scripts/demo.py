@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import optax
 
 import copyjax as cj
+from _cli import int_at_least, nonneg_int, positive_int
 
 
 def minimise(G0, C, hyper, activation, steps=600, lr=0.05):
@@ -31,10 +32,10 @@ def minimise(G0, C, hyper, activation, steps=600, lr=0.05):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--L", type=int, default=16)
-    ap.add_argument("--V", type=int, default=8)
-    ap.add_argument("--Ps", type=int, nargs="+", default=[50, 200, 800, 3200])
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--L", type=int_at_least("--L", 2), default=16)
+    ap.add_argument("--V", type=int_at_least("--V", 2), default=8)
+    ap.add_argument("--Ps", type=positive_int("--Ps"), nargs="+", default=[50, 200, 800, 3200])
+    ap.add_argument("--seed", type=nonneg_int("--seed"), default=0)
     a = ap.parse_args(argv)
     jax.config.update("jax_enable_x64", True)
     L, V = a.L, a.V

@@ -24,7 +24,7 @@ import os
 import sys
 import time
 
-from _cli import add_compile_cache_option, enable_compile_cache, positive_float, positive_int
+from _cli import add_compile_cache_option, enable_compile_cache, nonneg_int, positive_float, positive_int
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -34,7 +34,7 @@ ap.add_argument("--activation", choices=["softmax", "linear"], default="softmax"
 ap.add_argument("--P", type=positive_int("--P"), nargs="+",
                 help="P values (default softmax: the theory's posterior-form P* times 0.85 0.93 1 1.08 1.2; "
                      "linear: its onset P_1 times 0.6 0.8 1 1.1 1.2 1.35 1.5 2 3 5)")
-ap.add_argument("--seeds", type=int, nargs="+", default=[0], help="data seeds (one data set per seed and P)")
+ap.add_argument("--seeds", type=nonneg_int("--seeds"), nargs="+", default=[0], help="data seeds (one data set per seed and P)")
 ap.add_argument("--spacing", type=positive_float("--spacing"),
                 help="distance between window centres (default 0.09 in xi for softmax, 0.07 in rho for linear)")
 ap.add_argument("--kappa", type=positive_float("--kappa"),
@@ -73,8 +73,8 @@ kappa = a.kappa or (1000.0 if linear else 400.0)
 hyper = cj.default_hyper(act, L)
 if a.no_theory and not a.P:
     ap.error("--no-theory needs --P (the default P grid is built around the theory's transition)")
-tp = {} if a.no_theory else cj.transition_points(L, V, act, hyper, "posterior")
-theory_P = tp.get("P_onset" if linear else "P_star")
+tp = None if a.no_theory else cj.transition_points(L, V, act, hyper, "posterior")
+theory_P = None if tp is None else (tp.P_onset if linear else tp.P_star)
 if a.P:
     Ps = sorted(set(a.P))
 else:
@@ -229,7 +229,7 @@ if linear:
         print(f"  seed {seed}: Var |rho| peaks at P = {Ps[k]} (grid point; theory onset P_1 = {th}); "
               f"minima of F(|c_G|) per P: {per_seed[seed]['n_minima_cG']}", flush=True)
     summary = {
-        "config": cfg, "theory_P_onset": theory_P, "theory_P_cross": tp.get("P_cross"), "P": Ps, "seeds": a.seeds,
+        "config": cfg, "theory_P_onset": theory_P, "theory_P_cross": None if tp is None else tp.P_cross, "P": Ps, "seeds": a.seeds,
         "per_seed": {str(k): v for k, v in per_seed.items()},
         "points": [{k: results[(s_, P)][k] for k in ("seed", "P", "family_weights", "family_weights_sd", "log_ratio",
                                                         "log_ratio_sd", "mean_abs_rho", "mean_abs_rho_sd",

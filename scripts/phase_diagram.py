@@ -203,7 +203,7 @@ def main(argv=None):
         Ps = np.array(cfg["P_explicit"], float)
     else:
         marks = [v for t in transitions.values() for k in ("P_star", "P_spinodal_low",
-                 "P_spinodal_high", "P_onset", "P_cross", "P_steepest") if (v := t.get(k))]
+                 "P_spinodal_high", "P_onset", "P_cross", "P_steepest") if (v := getattr(t, k))]
         lo = cfg["P_min"] or 0.4 * min(marks)
         hi = cfg["P_max"] or 2.0 * max(marks)
         Ps = np.geomspace(lo, hi, cfg["n_P"])

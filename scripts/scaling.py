@@ -14,13 +14,14 @@ import os
 
 import numpy as np
 
+from _cli import int_at_least
 from copyjax.theory import least_squares as fit
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--Ls", type=int, nargs="+", default=[8, 16, 32, 64, 128, 256])
-    ap.add_argument("--Vs", type=int, nargs="+", default=[8, 16, 32])
+    ap.add_argument("--Ls", type=int_at_least("--Ls", 2), nargs="+", default=[8, 16, 32, 64, 128, 256])
+    ap.add_argument("--Vs", type=int_at_least("--Vs", 2), nargs="+", default=[8, 16, 32])
     ap.add_argument("--form", choices=["map", "posterior"], default="map")
     ap.add_argument("--out", default=os.path.join("results", "scaling"))
     ap.add_argument("--activations", nargs="+", choices=["softmax", "linear"],
@@ -51,13 +52,13 @@ def main(argv=None):
         for L in a.Ls:
             hy = {act: cj.normalised_hyper(act, L, V, a.loss, a.w_prior, a.g_prior)
                   for act in ("softmax", "linear")}
+            none = lambda act: cj.TransitionPoints(L, V, act, a.form, tuple(hy[act]))  # not asked for
             s = (cj.transition_points(L, V, "softmax", hy["softmax"], form=a.form)
-                 if "softmax" in a.activations else {"P_star": None, "first_order": None})
+                 if "softmax" in a.activations else none("softmax"))
             lin = (cj.transition_points(L, V, "linear", hy["linear"], form=a.form)
-                   if "linear" in a.activations else {"P_onset": None, "P_cross": None})
-            rows.append({"L": L, "V": V, "P_star": s["P_star"], "first_order": s["first_order"],
-                         "P_steepest": s.get("P_steepest"), "P_onset": lin["P_onset"],
-                         "P_cross": lin["P_cross"]})
+                   if "linear" in a.activations else none("linear"))
+            rows.append({"L": L, "V": V, "P_star": s.P_star, "first_order": s.first_order,
+                         "P_steepest": s.P_steepest, "P_onset": lin.P_onset, "P_cross": lin.P_cross})
             print(f"L={L:4d} V={V:3d}  softmax P*={s['P_star'] or float('nan'):10.1f}  "
                   f"linear P_1={lin['P_onset'] or float('nan'):10.1f}  P_x={lin['P_cross'] or float('nan'):10.1f}",
                   flush=True)

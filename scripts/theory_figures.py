@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from _cli import positive_int
+from _cli import nonneg_int, positive_int
 
 
 def onset_exponent(L, V, hyper, form, P_1, deltas):
@@ -43,15 +43,13 @@ def main(argv=None):
     ap.add_argument("--draws", type=positive_int("--draws"), default=100, help="draws per chain")
     ap.add_argument("--softmax-points", type=positive_int("--softmax-points"), default=7,
                     help="P values at which the softmax posterior is sampled (costlier)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=nonneg_int("--seed"), default=0)
     ap.add_argument("--out", default=None, help="output folder (default results/theory_L{L}_V{V})")
     ap.add_argument("--replot", action="store_true",
                     help="redraw the figures from --out/theory.json without recomputing")
     a = ap.parse_args(argv)
     if a.L < 2 or a.V < 2:
         ap.error("--L and --V must be >= 2")
-    if a.seed < 0:
-        ap.error("--seed must be >= 0")
     out = a.out or os.path.join("results", f"theory_L{a.L}_V{a.V}")
     try:
         os.makedirs(out, exist_ok=True)
@@ -86,21 +84,18 @@ def main(argv=None):
     tp = {f"{act}_{form}": cj.transition_points(L, V, act, form=form)
           for act in ("softmax", "linear") for form in ("map", "posterior")}
     for k, v in tp.items():
-        keep = {q: v.get(q) for q in ("P_star", "P_spinodal_low", "P_spinodal_high", "aG_jump",
-                                      "P_steepest", "P_onset", "P_cross") if q in v}
+        keep = {q: getattr(v, q) for q in ("P_star", "P_spinodal_low", "P_spinodal_high", "aG_jump",
+                                           "P_steepest", "P_onset", "P_cross") if getattr(v, q) is not None}
         print(f"{k:18s} " + "  ".join(f"{q}={w:.1f}" if isinstance(w, float) else f"{q}={w}"
                                       for q, w in keep.items()), flush=True)
-    marks = [v for k in ("softmax_map", "softmax_posterior") for v in
-             (tp[k]["P_star"] or tp[k].get("P_steepest"),)] + [tp["linear_map"]["P_onset"],
-                                                              tp["linear_posterior"]["P_cross"] or
-                                                              tp["linear_map"]["P_cross"]]
+    marks = [tp[k].P_star or tp[k].P_steepest for k in ("softmax_map", "softmax_posterior")] + [
+        tp["linear_map"].P_onset, tp["linear_posterior"].P_cross or tp["linear_map"].P_cross]
     Ps = np.geomspace(min(marks) / 3, max(marks) * 3, a.n_P)
 
     # Theory curves on a finer grid than the sampled points, with extra points inside the
     # coexistence windows so that the metastable branches show as lines.
-    windows = [np.geomspace(t["P_spinodal_low"], t["P_spinodal_high"], 8)
-               for t in (tp["softmax_map"], tp["softmax_posterior"])
-               if t.get("P_spinodal_low") and t.get("P_spinodal_high")]
+    windows = [np.geomspace(t.P_spinodal_low, t.P_spinodal_high, 8)
+               for t in (tp["softmax_map"], tp["softmax_posterior"]) if t.P_spinodal_low and t.P_spinodal_high]
     fine = np.unique(np.round(np.concatenate([np.geomspace(Ps[0], Ps[-1], 40), *windows]), 3))
     curves = {}
     for act in ("softmax", "linear"):
@@ -113,8 +108,8 @@ def main(argv=None):
     from copyjax import reduced as R
     from copyjax.theory import gamma_grid
 
-    P_s = tp["softmax_map"]["P_star"] or tp["softmax_map"]["P_steepest"]
-    P_1 = tp["linear_map"]["P_onset"]
+    P_s = tp["softmax_map"].P_star or tp["softmax_map"].P_steepest
+    P_1 = tp["linear_map"].P_onset
     land = {"softmax": [], "linear": []}
     for P in (0.8 * P_s, P_s, 1.25 * P_s):
         g = jax.numpy.asarray(gamma_grid(P, L, hs, 600))
@@ -131,7 +126,7 @@ def main(argv=None):
     deltas = np.geomspace(1e-4, 1e-2, 9)
     expo = {}
     for form in ("map", "posterior"):
-        b, se, pts = onset_exponent(L, V, hl, form, tp[f"linear_{form}"]["P_onset"], deltas)
+        b, se, pts = onset_exponent(L, V, hl, form, tp[f"linear_{form}"].P_onset, deltas)
         expo[form] = {"exponent": b, "se": se, "points": pts}
         print(f"linear {form}: |c| ~ (P - P_1)^{b:.4f} (se {se:.4f}) for P - P_1 in "
               f"[{pts[0][0]:.3g}, {pts[-1][0]:.3g}]", flush=True)
@@ -141,14 +136,14 @@ def main(argv=None):
     sus = {"linear": [], "softmax": []}
     hists = {"linear": [], "softmax": []}
     key = jax.random.key(a.seed)
-    P_lin_hist = tp["linear_posterior"]["P_onset"] * np.array([0.8, 1.0, 1.5])
+    P_lin_hist = tp["linear_posterior"].P_onset * np.array([0.8, 1.0, 1.5])
     lin_Ps = np.unique(np.concatenate([Ps, P_lin_hist]))
-    Pc = tp["softmax_posterior"]["P_star"] or tp["softmax_map"]["P_star"] or tp["softmax_map"]["P_steepest"]
+    Pc = tp["softmax_posterior"].P_star or tp["softmax_map"].P_star or tp["softmax_map"].P_steepest
     # One row law for the whole softmax sweep; the histograms sit at (and 1 % either side
     # of) the P where its copy phase holds half the posterior mass.
     law = O.sampling_law(L, hs, 2.0 * Pc)
     P_eq = None
-    if tp["softmax_posterior"]["P_star"]:
+    if tp["softmax_posterior"].P_star:
         try:
             P_eq = O.equal_mass_point(L, V, Pc / 1.5, Pc * 1.5, hs, law)
             print(f"softmax: equal posterior mass of the two phases at P = {P_eq:.1f} "
@@ -164,19 +159,19 @@ def main(argv=None):
                                   n_chains=a.chains, n_draws=a.draws, n_warmup=max(50, a.draws // 2),
                                   law=law if act == "softmax" else None)
         summ = O.op_summary(s)
-        sus[act].append({"P": float(P), **{k: summ[k] for k in ("c1", "cG", "loss")},
-                         "weights": summ["weights"], "acceptance": summ["acceptance"],
-                         "n_divergent_transitions": summ["n_divergent_transitions"]})
+        sus[act].append({"P": float(P), **{k: getattr(summ, k).to_json() for k in ("c1", "cG", "loss")},
+                         "weights": summ.weights, "acceptance": summ.acceptance,
+                         "n_divergent_transitions": summ.n_divergent_transitions})
         if np.any(np.isclose(P, P_lin_hist if act == "linear" else soft_hist)):
             hists[act].append({"P": float(P), "cG": s.draws["cG"].reshape(-1).tolist(),
-                               "c1": s.draws["c1"].reshape(-1).tolist(), "weights": summ["weights"]})
+                               "c1": s.draws["c1"].reshape(-1).tolist(), "weights": summ.weights})
     for act in ("linear", "softmax"):
         var = [p["cG"]["var"] if act == "softmax" else p["c1"]["var"] for p in sus[act]]
         k = int(np.argmax(var))
         print(f"{act}: posterior variance of {'a_G' if act == 'softmax' else 'c_1'} peaks at "
               f"P = {sus[act][k]['P']:.1f} ({var[k]:.3g})", flush=True)
 
-    res = {"L": L, "V": V, "P": Ps.tolist(), "transitions": tp, "P_equal_mass": P_eq, "onset_exponent": expo,
+    res = {"L": L, "V": V, "P": Ps.tolist(), "transitions": {k: t.as_dict() for k, t in tp.items()}, "P_equal_mass": P_eq, "onset_exponent": expo,
            "curves": {k: {q: (v.tolist() if hasattr(v, "tolist") else v) for q, v in c.items()}
                       for k, c in curves.items()},
            "susceptibility": sus, "histograms": hists, "landscapes": land, "seconds": time.time() - t0,

@@ -18,7 +18,7 @@ import os
 import sys
 import time
 
-from _cli import lv_pair, positive_int
+from _cli import lv_pair, nonneg_int, positive_int
 
 
 def main(argv=None):
@@ -32,11 +32,9 @@ def main(argv=None):
     ap.add_argument("--thin", type=positive_int("--thin"), default=10)
     ap.add_argument("--op-chains", type=positive_int("--op-chains"), default=32,
                     help="NUTS chains in order-parameter space")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=nonneg_int("--seed"), default=0)
     ap.add_argument("--out", default=os.path.join("results", "validate"))
     a = ap.parse_args(argv)
-    if a.seed < 0:
-        ap.error("--seed must be >= 0")
     if a.steps < 3 * a.thin:
         ap.error("--steps must be at least 3 x --thin")
     try:
@@ -64,10 +62,10 @@ def main(argv=None):
         for act in acts:
             tp = cj.transition_points(L, V, act, form="posterior")
             if act == "softmax":
-                Pc = tp["P_star"] or tp["P_steepest"]
+                Pc = tp.P_star or tp.P_steepest
                 Ps = Pc * np.geomspace(1 / 3, 3, a.n_P)
             else:
-                Ps = np.geomspace(tp["P_onset"] / 3, (tp["P_cross"] or tp["P_onset"]) * 3, a.n_P)
+                Ps = np.geomspace(tp.P_onset / 3, (tp.P_cross or tp.P_onset) * 3, a.n_P)
             jobs += [(L, V, act, float(np.round(P))) for P in Ps]
     for i, (L, V, act, P) in enumerate(tqdm(jobs, desc="exact posterior vs theory")):
         t1 = time.time()
