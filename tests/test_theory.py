@@ -221,14 +221,14 @@ def test_problem_is_the_theory_at_one_task():
     from copyjax.problem import Problem
     from copyjax import theory
 
-    prob = Problem.make(16, 8, "softmax")
-    assert prob == Problem(16, 8, "softmax", cj.default_hyper("softmax", 16)) and hash(prob) == hash(
-        Problem.make(16, 8, "softmax"))
-    assert prob.transition_points() == theory.transition_points(16, 8, "softmax", prob.hyper)
-    m = prob.global_minimum(900, "posterior")
-    assert m == min(theory.minima(900, 16, 8, "softmax", prob.hyper, "posterior"), key=lambda x: x.action)
-    assert prob.minimum_loss(m, 900, "posterior") == theory.minimum_loss(m, 900, 16, 8, "softmax", prob.hyper,
-                                                                         "posterior")
+    prob = Problem.make(8, 4, "softmax")
+    assert prob == Problem(8, 4, "softmax", cj.default_hyper("softmax", 8)) and hash(prob) == hash(
+        Problem.make(8, 4, "softmax"))
+    tp = prob.transition_points()
+    assert tp == theory.transition_points(8, 4, "softmax", prob.hyper) and tp.L == 8
+    m = prob.global_minimum(300, "map")
+    assert m == min(theory.minima(300, 8, 4, "softmax", prob.hyper, "map"), key=lambda x: x.action)
+    assert prob.minimum_loss(m, 300) == theory.minimum_loss(m, 300, 8, 4, "softmax", prob.hyper, "map")
     with pytest.raises(ValueError, match="P"):
         prob.minima(-1.0)
     with pytest.raises(ValueError, match="form"):
