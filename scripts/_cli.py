@@ -6,6 +6,10 @@ from __future__ import annotations
 import argparse
 import math
 
+# the SGLD starts the scripts accept: copyjax.schema.SGLD_STARTS, named here so that options
+# are checked without importing JAX (tests/test_phase_diagram.py checks they are the same)
+SGLD_STARTS = ("prior", "exact", "copy")
+
 
 def int_at_least(name: str, minimum: int):
     def conv(s):

@@ -14,7 +14,8 @@ import os
 import sys
 import time
 
-from _cli import add_compile_cache_option, enable_compile_cache, nonneg_int, positive_float, positive_int
+from _cli import (SGLD_STARTS, add_compile_cache_option, enable_compile_cache, nonneg_int, positive_float,
+                  positive_int)
 
 PRESETS = {
     "default": dict(chains=8, steps=200, adam_seeds=4, adam_steps=300, n_P=6, op_chains=16, op_draws=50,
@@ -32,7 +33,6 @@ def write_netcdf(arr: dict, base: str, attrs: dict) -> None:
     import numpy as np
 
     from copyjax import experiments as E, io
-    from copyjax.schema import SGLD_STARTS
 
     for family in ["exact", "op"] + [f"sgld_{s}" for s in SGLD_STARTS]:
         draws = {k: arr[f"{family}_{k}"] for k in E.OBS_KEYS
@@ -42,8 +42,6 @@ def write_netcdf(arr: dict, base: str, attrs: dict) -> None:
 
 
 def parser():
-    from copyjax.schema import SGLD_STARTS
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--L", type=positive_int("--L"), default=64, help="sequence length (>= 2)")

@@ -102,6 +102,18 @@ def test_bad_arguments_exit_2_with_message(args, word, tmp_path):
     assert word in r.stderr and "Traceback" not in r.stderr
 
 
+def test_options_are_checked_without_importing_jax():
+    # the CLI names the SGLD starts itself (so that a bad option costs no JAX import): the
+    # same set as copyjax's, and parsing the options imports no JAX
+    code = ("import sys; sys.path.insert(0, 'scripts'); import phase_diagram as pd; "
+            "pd.build_config(pd.parser().parse_args(['--quick']), pd.parser()); "
+            "import _cli; print(sorted(_cli.SGLD_STARTS), 'jax' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    from copyjax.schema import SGLD_STARTS
+
+    assert r.stdout.split() == [*str(sorted(SGLD_STARTS)).split(), "False"], r.stderr[-2000:]
+
+
 def test_unwritable_out(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
