@@ -20,6 +20,7 @@ from copyjax.model import attention, log_likelihood_from_stats
 from copyjax.order import sector_order_parameters
 from copyjax.problem import Problem
 from copyjax.schema import (
+    OP_OBSERVABLES,
     SGLD_STARTS,
     AdamSummary,
     Estimate,
@@ -132,8 +133,7 @@ def run_point(cfg: dict, activation: str, P: int, index: int, progress: bool = F
                                      n_draws=cfg["op_draws"], n_warmup=max(25, cfg["op_draws"] // 2))
         # the observables the exact posterior reports (softmax: no abs_rho)
         summary["theory_posterior_sampled"] = dataclasses.replace(
-            op_posterior.op_summary(s), **{k: None for k in ("c1", "cG", "abs_rho", "loss", "family")
-                                           if k not in EXACT_KEYS[activation]})
+            op_posterior.op_summary(s), **{k: None for k in OP_OBSERVABLES if k not in EXACT_KEYS[activation]})
         for k in EXACT_KEYS[activation]:
             arrays[f"op_{k}"] = s.draws[k]
     clock["op_nuts"] = time.perf_counter() - t1

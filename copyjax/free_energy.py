@@ -232,7 +232,7 @@ def sample_umbrella(key, stats, hyper, activation: str, centers, *, kappa: float
                                    chain_block=None if chain_block is None else min(int(chain_block), c.size)))
     d = smp.draws
     data_t = np.stack([np.asarray(d[f"data{i}"], float) for i in range(len(t_grid))], axis=-1)
-    P = float(np.trace(np.asarray(stats[0, 0], float)))
+    P = float(stats_size(stats))
     return UmbrellaRun(np.asarray(d["xi"], float), np.asarray(d["op"], float), np.asarray(d["prior"], float),
                        data_t, c, t, float(kappa), np.asarray(t_grid, float),
                        np.asarray(smp.info["acceptance_rate"]), P, np.asarray(d["abs_rho"], float),

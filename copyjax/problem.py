@@ -20,14 +20,17 @@ replaces; the module functions it calls keep their signatures.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import jax.numpy as jnp
 
-from copyjax import op_posterior, theory
+from copyjax import theory
 from copyjax._checks import check_activation, check_form, check_P, check_size
 from copyjax.data import expected_stats
 from copyjax.hyper import Hyper, default_hyper
+
+if TYPE_CHECKING:
+    from copyjax import op_posterior
 
 
 def _P(P):
@@ -78,13 +81,18 @@ class Problem(NamedTuple):
         """P*, spinodals (softmax) or P_1, P_x (linear) of the ``form``."""
         return theory.transition_points(self.L, self.V, self.activation, self.hyper, check_form(form), P_range)
 
-    # layer 3: the posterior form in order-parameter space
+    # layer 3: the posterior form in order-parameter space (op_posterior imported on use: it
+    # brings blackjax and the chain driver, 0.25 s that `import copyjax` need not pay)
     def posterior_modes(self, P):
         """Modes of the posterior form at P with their Laplace masses."""
+        from copyjax import op_posterior
+
         return op_posterior.posterior_modes(_P(P), self.L, self.V, self.activation, self.hyper)
 
     def sample_op_posterior(self, key, P, **kwargs) -> op_posterior.OPSamples:
         """NUTS draws of the posterior form at P (``op_posterior.sample_op_posterior``)."""
+        from copyjax import op_posterior
+
         return op_posterior.sample_op_posterior(key, _P(P), self.L, self.V, self.activation, self.hyper,
                                                 **kwargs)
 
@@ -92,6 +100,8 @@ class Problem(NamedTuple):
         """The posterior form's free energy over a_G bins (softmax)."""
         if self.activation != "softmax":
             raise ValueError(f"softmax_aG_profile needs activation 'softmax', got {self.activation!r}")
+        from copyjax import op_posterior
+
         return op_posterior.softmax_aG_profile(_P(P), self.L, self.V, edges, divide, self.hyper, **kwargs)
 
 

@@ -141,6 +141,11 @@ class SignFamilies(_Record):
                    d["abs_rho"])
 
 
+# the observables the exact posterior and the theory's sampled posterior form can report
+EXACT_OBSERVABLES = ("c1", "cG", "abs_rho", "loss")
+OP_OBSERVABLES = EXACT_OBSERVABLES + ("family",)
+
+
 @dataclass(frozen=True)
 class ExactSummary(_Record):
     """Summary of an exact-posterior run (``exact_posterior.summarize_exact``). The
@@ -162,11 +167,11 @@ class ExactSummary(_Record):
     abs_rho: ExactStat | None = None
     loss: ExactStat | None = None
 
-    _optional = ("c1", "cG", "abs_rho", "loss")
+    _optional = EXACT_OBSERVABLES
 
     @classmethod
     def from_json(cls, d: dict) -> "ExactSummary":
-        stats = {k: ExactStat.from_json(d[k]) for k in cls._optional if k in d}
+        stats = {k: ExactStat.from_json(d[k]) for k in EXACT_OBSERVABLES if k in d}
         return cls(d["n_chains"], d["n_stuck"], d["n_nonfinite"], d["acceptance"], d["step_size"],
                    d["acceptance_mean"], d["branches_disagree"], SignFamilies.from_json(d["sign_families"]),
                    d["n_used"], **stats)
@@ -228,11 +233,11 @@ class OPSummary(_Record):
     loss: OPStat | None = None
     family: OPStat | None = None
 
-    _optional = ("acceptance", "c1", "cG", "abs_rho", "loss", "family")
+    _optional = ("acceptance",) + OP_OBSERVABLES
 
     @classmethod
     def from_json(cls, d: dict) -> "OPSummary":
-        stats = {k: OPStat(**d[k]) for k in ("c1", "cG", "abs_rho", "loss", "family") if k in d}
+        stats = {k: OPStat(**d[k]) for k in OP_OBSERVABLES if k in d}
         # points written before the typed schema: "mode_weights"
         return cls(d["weights"] if "weights" in d else d["mode_weights"], d["n_divergent_transitions"],
                    d.get("acceptance"), **stats)
@@ -358,6 +363,6 @@ class PointSummary(_Record):
         return dataclasses.replace(self, **changes)
 
 
-__all__ = ["AdamSummary", "Estimate", "ExactStat", "ExactSummary", "FamilyMeans", "OPStat", "OPSummary",
-           "PhaseWeights", "PointSummary", "SGLDSummary", "SGLD_STARTS", "SignFamilies", "Summary", "TheoryForm",
-           "TheoryOP"]
+__all__ = ["AdamSummary", "Estimate", "EXACT_OBSERVABLES", "ExactStat", "ExactSummary", "FamilyMeans",
+           "OP_OBSERVABLES", "OPStat", "OPSummary", "PhaseWeights", "PointSummary", "SGLDSummary", "SGLD_STARTS",
+           "SignFamilies", "Summary", "TheoryForm", "TheoryOP"]

@@ -20,3 +20,14 @@ def test_docs_list_each_modules_public_api():
         mod = importlib.import_module(name)
         assert listed[name] == list(mod.__all__), name
         assert all(hasattr(mod, n) for n in mod.__all__), name
+
+
+def test_importing_copyjax_leaves_the_samplers_unloaded():
+    # `import copyjax` (every script's first step) loads the theory, not blackjax and the chain
+    # driver: copyjax.Problem imports op_posterior only when sampling
+    import subprocess
+    import sys
+
+    code = "import sys, copyjax; print(sorted(m for m in ('blackjax', 'copyjax.chains', 'copyjax.op_posterior') if m in sys.modules))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.stdout.strip() == "[]", r.stderr[-2000:]
