@@ -190,14 +190,16 @@ class UmbrellaRun(NamedTuple):
 def sample_umbrella(key, stats, hyper, activation: str, centers, *, kappa: float, num_steps: int,
                     burn_in: int | None = None, thin: int = 5, temps=(1.0,), t_grid=None,
                     chains_per_window: int = 1, initial_step_size=None, progress: bool = False,
-                    devices=None, chain_block: int | None = 16, desc: str = "umbrella",
+                    devices=None, chain_block: int | None = None, desc: str = "umbrella",
                     coordinate: str = "copy", copy_start: float | None = None) -> UmbrellaRun:
     """Umbrella sampling of ``exp(-S_P(G))``, ``stats: (L, L, V, V)``: ``chains_per_window``
     chains per (centre, temper) pair of ``centers x temps``, one compiled run. ``t_grid``
     (default ``temps``): tempers at which each draw's data action is recorded, the states
     MBAR can evaluate; it must contain ``temps``. ``chain_block``: chains vmapped together
-    (``run_chains``); 16 by default: at L = 64 on CPU (jax 0.10.2) a block of 32 or more
-    umbrella chains stalled XLA (all threads idle in a futex wait, no progress), 24 and 16 ran.
+    (``run_chains``); default all chains of a device in one block, the fastest measured
+    (``benchmarks/chain_block.py``: 633 chain-steps/s at L = 64 with 64 chains in one block,
+    419 in blocks of 16). The stall once seen with 32 or more chains in a block was jaxlib
+    0.10-0.11.1's LAPACK deadlock, excluded by the dependency bounds (docs/lapack_hang.md).
     ``coordinate``: ``"copy"`` (xi) or ``"mean"`` (rho, linear attention only); ``copy_start``:
     with ``"mean"``, the copy coordinate every chain starts at (``start_positions``)."""
     check_activation(activation)

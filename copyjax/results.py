@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import importlib.metadata
 import io
 import json
 import os
@@ -87,5 +88,24 @@ def save_point(base: str, summary: dict, arrays: dict) -> None:
     write_json(base + ".json", summary)
 
 
-__all__ = ["atomic_savez", "atomic_write_bytes", "config_hash", "load_point", "point_path", "read_json",
+def package_versions(names) -> dict:
+    """``{name: version or None}`` of installed distributions, read from their metadata:
+    nothing is imported, so recording the version of an optional package that is absent (or
+    slow to import) neither fails nor costs an import. ``None`` means not installed."""
+    out = {}
+    for name in names:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+# what the scripts record in their outputs: the runtime dependencies, the optional ones
+# (recorded as None where absent) and copyjax itself
+RECORDED_PACKAGES = ("copyjax", "jax", "jaxlib", "blackjax", "optax", "numpyro", "numpy", "matplotlib",
+                     "chex", "arviz")
+
+
+__all__ = ["RECORDED_PACKAGES", "atomic_savez", "atomic_write_bytes", "config_hash", "load_point", "package_versions", "point_path", "read_json",
            "save_point", "write_csv", "write_json"]

@@ -238,8 +238,7 @@ def main(argv=None):
 
     res = {"config": cfg, "activations": cfg["activations"], "P_grid": Ps.tolist(),
            "transitions": transitions, "theory": theory, "points": [p.to_json() for p in points],
-           "versions": {m: __import__(m).__version__ for m in
-                        ("jax", "jaxlib", "blackjax", "optax", "numpyro", "chex", "numpy", "copyjax")},
+           "versions": results.package_versions(results.RECORDED_PACKAGES),
            "wall_s_total": time.perf_counter() - t_start, "points_reused": reused}
     results.write_json(os.path.join(out, "results.json"), res)
     flat = {f"{act}_P{P}_{k}": v for (act, P), arr in arrays.items() for k, v in arr.items()}

@@ -77,7 +77,7 @@ def main(argv=None):
     import copyjax as cj
     from copyjax import op_posterior as O
     from copyjax import plotting
-    from copyjax.results import write_json
+    from copyjax.results import RECORDED_PACKAGES, package_versions, write_json
 
     L, V, t0 = a.L, a.V, time.time()
     hs, hl = cj.default_hyper("softmax", L), cj.default_hyper("linear", L)
@@ -175,7 +175,7 @@ def main(argv=None):
            "curves": {k: {q: (v.tolist() if hasattr(v, "tolist") else v) for q, v in c.items()}
                       for k, c in curves.items()},
            "susceptibility": sus, "histograms": hists, "landscapes": land, "seconds": time.time() - t0,
-           "versions": {"copyjax": cj.__version__, "jax": jax.__version__}}
+           "versions": package_versions(RECORDED_PACKAGES)}
     paths = plotting.theory_figures(res, out)
     write_json(os.path.join(out, "theory.json"), res)
     print(f"wrote {os.path.join(out, 'theory.json')} and {len(paths)} figure files "

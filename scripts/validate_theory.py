@@ -75,17 +75,18 @@ def main(argv=None):
         run = X.sample_exact_posterior(jax.random.fold_in(k, 1), stats.astype(jax.numpy.float64), h, act,
                                        n_chains=a.chains, num_steps=a.steps, thin=a.thin)
         ex = X.summarize_exact(run, ("c1", "cG", "loss"))
-        branch = {"prior_start": ex["cG"]["prior"]["mean"], "copy_start": ex["cG"]["copy"]["mean"]}
+        branch = {"prior_start": ex.cG.prior.mean, "copy_start": ex.cG.copy.mean}
         eps = float(np.median(run.step_size))
         ms = cj.minima(P, L, V, act, h, "map")
         best = min(ms, key=lambda m: m.action)
         op = O.op_summary(O.sample_op_posterior(jax.random.fold_in(k, 2), P, L, V, act, h,
                                                 n_chains=a.op_chains, n_draws=100, n_warmup=50))
         row = {"L": L, "V": V, "activation": act, "P": P, "mala_step": eps,
-               "exact": ex, "exact_cG_by_start": branch,
+               "exact": ex.to_json(), "exact_cG_by_start": branch,
                "map": {"c1": best.c1, "cG": best.cG, "loss": minimum_loss(best, P, L, V, act, h, "map"),
                        "n_minima": len(ms)},
-               "posterior_form": {q: op[q] for q in ("c1", "cG", "loss")} | {"weights": op["weights"]},
+               "posterior_form": {q: getattr(op, q).to_json() for q in ("c1", "cG", "loss")}
+               | {"weights": list(op.weights)},
                "seconds": time.time() - t1}
         rows.append(row)
         write_json(os.path.join(a.out, "validate.json"), {"rows": rows, "args": dict(vars(a))})
