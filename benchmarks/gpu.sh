@@ -1,14 +1,42 @@
 #!/usr/bin/env bash
-# Prepared accelerator check (under 8 minutes, no installs beyond the package):
-#   bash benchmarks/gpu.sh
-# Records chain-steps/s at >= 10^4 chains on the first GPU. Exits 0 with a message when no
-# GPU is visible to JAX.
+# The prepared accelerator check, one command, under 8 minutes on one H200:
+#
+#   here (with network):  bash benchmarks/gpu.sh --fetch-wheels   # blackjax for Python 3.12 into .whl/
+#   there (no network):   bash benchmarks/gpu.sh                  # carry .whl with the working tree
+#
+# The GPU machine has Python 3.12, jax 0.11.2 with CUDA, numpyro, optax, chex, scipy, tqdm and
+# matplotlib, but no blackjax (docs/benchmarks.md): its wheel (pure Python) is installed from
+# .whl/ into /tmp/site without network, and copyjax is used from the working tree (PYTHONPATH).
+# Prints chain-steps/s at 10^3, 10^4 and 10^5 chains for the exact-posterior path and SGLD
+# (benchmarks/gpu_check.py), then one phase-diagram point at L = 64, V = 32 inside the softmax
+# coexistence window with 1024 exact chains. Exits 0 with a message when JAX sees no GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--fetch-wheels" ]; then
+  mkdir -p .whl
+  grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
+  python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 -d .whl "blackjax==1.7.1"
+  ls -l .whl
+  exit 0
+fi
+if ! python3 -c "import blackjax" 2>/dev/null; then
+  ls .whl/blackjax-*.whl >/dev/null 2>&1 || { echo "gpu.sh: no blackjax and no .whl/: run 'bash benchmarks/gpu.sh --fetch-wheels' where pip has network, carry .whl" >&2; exit 1; }
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD" PYTHONUNBUFFERED=1
 if ! python3 -c "import jax, sys; sys.exit(0 if any(d.platform == 'gpu' for d in jax.devices()) else 1)" 2>/dev/null; then
   echo "gpu.sh: no GPU found by JAX (jax.devices() has none); nothing to measure."
   exit 0
 fi
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
-timeout 450 python3 benchmarks/throughput.py --chains 1024 16384 65536 --steps 50 \
-  --seq-Ps 4096 65536 --vmap-chains 16384
+t0=$SECONDS
+timeout 300 python3 benchmarks/gpu_check.py --chains 1000 10000 100000 --steps 20 --block 4096 || echo "gpu_check.py: exit $?"
+echo "throughput: $((SECONDS - t0)) s"
+t1=$SECONDS
+out=$(mktemp -d)
+timeout $((450 - (SECONDS - t0))) python3 scripts/phase_diagram.py --L 64 --V 32 --activation softmax --P 5095 \
+  --exact-chains 1024 --chains 1024 --adam-seeds 64 --op-chains 256 --no-progress --no-compile-cache --out "$out" \
+  | tail -6 || echo "phase_diagram.py: exit $?"
+echo "one phase-diagram point (1024 exact chains, 1024 SGLD chains per start): $((SECONDS - t1)) s"

@@ -26,267 +26,279 @@ import time
 
 from _cli import add_compile_cache_option, enable_compile_cache, nonneg_int, positive_float, positive_int
 
-ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                             formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-ap.add_argument("--L", type=positive_int("--L"), default=64)
-ap.add_argument("--V", type=positive_int("--V"), default=32)
-ap.add_argument("--activation", choices=["softmax", "linear"], default="softmax")
-ap.add_argument("--P", type=positive_int("--P"), nargs="+",
-                help="P values (default softmax: the theory's posterior-form P* times 0.85 0.93 1 1.08 1.2; "
-                     "linear: its onset P_1 times 0.6 0.8 1 1.1 1.2 1.35 1.5 2 3 5)")
-ap.add_argument("--seeds", type=nonneg_int("--seeds"), nargs="+", default=[0], help="data seeds (one data set per seed and P)")
-ap.add_argument("--spacing", type=positive_float("--spacing"),
-                help="distance between window centres (default 0.09 in xi for softmax, 0.07 in rho for linear)")
-ap.add_argument("--kappa", type=positive_float("--kappa"),
-                help="harmonic bias strength, nats per coordinate^2 (default 400 softmax, 1000 linear); "
-                     "must exceed the free energy's concavity")
-ap.add_argument("--chains-per-window", type=positive_int("--chains-per-window"), default=1)
-ap.add_argument("--steps", type=positive_int("--steps"), default=1200, help="MALA steps per chain (a third burn-in)")
-ap.add_argument("--out", default="runs/free_energy", help="output directory")
-ap.add_argument("--no-theory", action="store_true",
-                help="skip the theory: its posterior-form transition point (about 1.5 min for softmax) and, "
-                     "softmax, its profile over a_G at each P (about 25 s per P at L = 64); needs --P; "
-                     "summary.json then holds null for them")
-ap.add_argument("--no-progress", action="store_true")
-add_compile_cache_option(ap)
-a = ap.parse_args()
-if a.steps < 30:
-    ap.error("--steps must be >= 30 (a third is burn-in, the rest is thinned by 5)")
-if a.L < 4:
-    ap.error("--L must be >= 4")
-
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-jax.config.update("jax_enable_x64", True)
-enable_compile_cache(a)
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import copyjax as cj  # noqa: E402
-from copyjax import free_energy as FE  # noqa: E402
-from copyjax.results import atomic_savez, read_json, write_json  # noqa: E402
-
-L, V, act = a.L, a.V, a.activation
-linear = act == "linear"
-spacing = a.spacing or (0.07 if linear else 0.09)
-kappa = a.kappa or (1000.0 if linear else 400.0)
-hyper = cj.default_hyper(act, L)
-if a.no_theory and not a.P:
-    ap.error("--no-theory needs --P (the default P grid is built around the theory's transition)")
-tp = None if a.no_theory else cj.transition_points(L, V, act, hyper, "posterior")
-theory_P = None if tp is None else (tp.P_onset if linear else tp.P_star)
-if a.P:
-    Ps = sorted(set(a.P))
-else:
-    if theory_P is None:
-        sys.exit(f"the theory has no first-order transition at L={L}, V={V}: give --P")
-    grid = (0.6, 0.8, 1.0, 1.1, 1.2, 1.35, 1.5, 2.0, 3.0, 5.0) if linear else (0.85, 0.93, 1.0, 1.08, 1.2)
-    Ps = sorted({int(round(theory_P * f)) for f in grid})
-if linear:
-    # windows over rho = c_1 + c_G; chains start at c_G = +0.5 (the sign families sit at
-    # rho of either sign given c_G > 0)
-    coordinate, copy_start = "mean", 0.5
-    centers = np.arange(-0.92, 1.3 + 1e-9, spacing)  # 32 windows at the default spacing
-    edges = np.linspace(0.0, 1.3, 66)  # |rho| and |c_G|
-    edges_rho = np.linspace(-0.98, 1.32, 116)  # signed rho, given c_G > 0 (the chains' start)
-else:
-    coordinate, copy_start = "copy", None
-    centers, op_div, edges = FE.softmax_windows(L, spacing)
-os.makedirs(os.path.join(a.out, "points"), exist_ok=True)
-cfg = dict(L=L, V=V, activation=act, spacing=spacing, kappa=kappa, steps=a.steps,
-           chains_per_window=a.chains_per_window, n_windows=int(centers.size))
-if linear:  # (softmax's config stays as it was: its saved points are reused)
-    cfg["coordinate"] = coordinate
-name = "onset P_1" if linear else "P*"
-print(f"copyjax free energy, L={L}, V={V}, {act}: {centers.size} windows on {coordinate} x {a.chains_per_window} "
-      f"chains, kappa={kappa}, {a.steps} steps; theory (posterior form) {name} = {theory_P}; P = {Ps}; "
-      f"seeds {a.seeds}", flush=True)
 
 
 def _listed(x):
+    import numpy as np
+
     return [None if not np.isfinite(v) else float(v) for v in x]
 
 
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--L", type=positive_int("--L"), default=64)
+    ap.add_argument("--V", type=positive_int("--V"), default=32)
+    ap.add_argument("--activation", choices=["softmax", "linear"], default="softmax")
+    ap.add_argument("--P", type=positive_int("--P"), nargs="+",
+                    help="P values (default softmax: the theory's posterior-form P* times 0.85 0.93 1 1.08 1.2; "
+                         "linear: its onset P_1 times 0.6 0.8 1 1.1 1.2 1.35 1.5 2 3 5)")
+    ap.add_argument("--seeds", type=nonneg_int("--seeds"), nargs="+", default=[0], help="data seeds (one data set per seed and P)")
+    ap.add_argument("--spacing", type=positive_float("--spacing"),
+                    help="distance between window centres (default 0.09 in xi for softmax, 0.07 in rho for linear)")
+    ap.add_argument("--kappa", type=positive_float("--kappa"),
+                    help="harmonic bias strength, nats per coordinate^2 (default 400 softmax, 1000 linear); "
+                         "must exceed the free energy's concavity")
+    ap.add_argument("--chains-per-window", type=positive_int("--chains-per-window"), default=1)
+    ap.add_argument("--steps", type=positive_int("--steps"), default=1200, help="MALA steps per chain (a third burn-in)")
+    ap.add_argument("--out", default="runs/free_energy", help="output directory")
+    ap.add_argument("--no-theory", action="store_true",
+                    help="skip the theory: its posterior-form transition point (about 1.5 min for softmax) and, "
+                         "softmax, its profile over a_G at each P (about 25 s per P at L = 64); needs --P; "
+                         "summary.json then holds null for them")
+    ap.add_argument("--no-progress", action="store_true")
+    add_compile_cache_option(ap)
+    a = ap.parse_args(argv)
+    if a.steps < 30:
+        ap.error("--steps must be >= 30 (a third is burn-in, the rest is thinned by 5)")
+    if a.L < 4:
+        ap.error("--L must be >= 4")
 
-@functools.lru_cache(maxsize=None)  # depends on P only, not on the data seed
-def theory_profile(P: int) -> dict:
-    """The theory's posterior-form F over the same a_G bins (softmax; ~25 s at L = 64)."""
-    from copyjax.op_posterior import softmax_aG_profile
+    import jax  # noqa: E402
+    import jax.numpy as jnp  # noqa: E402
+    import numpy as np  # noqa: E402
 
-    th = softmax_aG_profile(P, L, V, edges, op_div, hyper)
-    return {"theory_F": _listed(th.F), "theory_log_ratio": th.log_ratio,
-            "theory_minima_op": FE.bin_centres(edges, FE.local_minima(th.F)),
-            "theory_boundary_gap": th.boundary_gap}
+    jax.config.update("jax_enable_x64", True)
+    enable_compile_cache(a)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    import copyjax as cj  # noqa: E402
+    from copyjax import free_energy as FE  # noqa: E402
+    from copyjax.results import atomic_savez, read_json, write_json  # noqa: E402
 
-
-def _refresh_minima(r: dict) -> dict:
-    """Minima and barrier of a saved point recomputed from its saved profiles (they follow
-    ``FE.local_minima``'s current noise criterion without resampling)."""
-    sets = [("F", "edges", "minima_op", "barrier")]
-    if linear:
-        sets += [("F_abs_rho", "edges", "minima_abs_rho", None), ("F_rho", "edges_rho", "minima_rho", "barrier_rho")]
-    for f, e, mk, bk in sets:
-        F, e = np.array(r[f], float), np.asarray(r[e], float)
-        m = FE.local_minima(F, F_sd=np.array(r[f + "_sd"], float))
-        r[mk] = FE.bin_centres(e, m)
-        if bk:
-            r[bk] = FE.barrier_height(F, m)
-    return r
-
-
-def point(seed: int, P: int) -> dict:
-    base = os.path.join(a.out, "points", f"seed{seed}_P{P}")
-    with_theory = not (linear or a.no_theory)
-    if os.path.exists(base + ".json"):
-        old = read_json(base + ".json")
-        if old.get("config") == cfg:
-            if with_theory and "theory_F" not in old:  # a point saved before, or with --no-theory
-                old.update(theory_profile(P))
-                write_json(base + ".json", old)
-            return _refresh_minima(old)
-    t0 = time.perf_counter()
-    key = jax.random.fold_in(jax.random.key(seed), P)
-    stats = cj.sampled_stats(jax.random.fold_in(key, 0), P, L, V).astype(jnp.float32)
-    if linear:
-        run = FE.sample_umbrella(jax.random.fold_in(key, 1), stats, hyper, act, centers, kappa=kappa,
-                                 num_steps=a.steps, chains_per_window=a.chains_per_window,
-                                 progress=not a.no_progress, desc=f"seed {seed} P={P}", coordinate=coordinate,
-                                 copy_start=copy_start)
-        rec = FE.recombine(run)
+    L, V, act = a.L, a.V, a.activation
+    linear = act == "linear"
+    spacing = a.spacing or (0.07 if linear else 0.09)
+    kappa = a.kappa or (1000.0 if linear else 400.0)
+    hyper = cj.default_hyper(act, L)
+    if a.no_theory and not a.P:
+        ap.error("--no-theory needs --P (the default P grid is built around the theory's transition)")
+    tp = None if a.no_theory else cj.transition_points(L, V, act, hyper, "posterior")
+    theory_P = None if tp is None else (tp.P_onset if linear else tp.P_star)
+    if a.P:
+        Ps = sorted(set(a.P))
     else:
-        pr, rec, run = FE.softmax_phase_weights(jax.random.fold_in(key, 1), stats, hyper, spacing=spacing,
-                                                kappa=kappa, num_steps=a.steps,
-                                                chains_per_window=a.chains_per_window,
-                                                progress=not a.no_progress, desc=f"seed {seed} P={P}")
-    out = {"config": cfg, "seed": seed, "P": P, "n_kept": rec.n_kept, "mbar_grad_norm": float(rec.result.grad_norm),
-           "acceptance_min": float(run.acceptance.min()), "edges": edges.tolist()}
+        if theory_P is None:
+            sys.exit(f"the theory has no first-order transition at L={L}, V={V}: give --P")
+        grid = (0.6, 0.8, 1.0, 1.1, 1.2, 1.35, 1.5, 2.0, 3.0, 5.0) if linear else (0.85, 0.93, 1.0, 1.08, 1.2)
+        Ps = sorted({int(round(theory_P * f)) for f in grid})
     if linear:
-        # phases = the sign families (g s < 0, g s > 0); F over |rho| (moments of |rho|) and over |c_G|
-        pr = FE.profile(rec, run, 0, edges, 0.0, coordinate="abs_rho", phase="family", mean_of="abs_rho")
-        pc = FE.profile(rec, run, 0, edges, 0.0, coordinate="op", phase="family", mean_of="op")
-        # rho with its sign: above the crossover c_G stays > 0, so rho > 0 is the same-sign
-        # family (g s > 0) and rho < 0 the opposite one; below it c_G's sign is noise
-        px = FE.profile(rec, run, 0, edges_rho, 0.0, coordinate="xi", phase="family", mean_of="abs_rho")
-        out.update({"family_weights": pr.weights.tolist(), "family_weights_sd": pr.weights_sd.tolist(),
-                    "log_ratio": pr.log_ratio, "log_ratio_sd": pr.log_ratio_sd,
-                    "mean_abs_rho": pr.mean, "mean_abs_rho_sd": pr.mean_sd,
-                    "var_abs_rho": pr.var, "var_abs_rho_sd": pr.var_sd,
-                    "mean": pc.mean, "mean_sd": pc.mean_sd, "var_cG": pc.var, "var_cG_sd": pc.var_sd,
-                    "minima_abs_rho": pr.minima_centres, "minima_op": pc.minima_centres, "barrier": pc.barrier,
-                    "F_abs_rho": _listed(pr.F), "F_abs_rho_sd": _listed(pr.F_sd),
-                    "edges_rho": edges_rho.tolist(), "F_rho": _listed(px.F), "F_rho_sd": _listed(px.F_sd),
-                    "minima_rho": px.minima_centres, "barrier_rho": px.barrier,
-                    "F": _listed(pc.F), "F_sd": _listed(pc.F_sd)})
+        # windows over rho = c_1 + c_G; chains start at c_G = +0.5 (the sign families sit at
+        # rho of either sign given c_G > 0)
+        coordinate, copy_start = "mean", 0.5
+        centers = np.arange(-0.92, 1.3 + 1e-9, spacing)  # 32 windows at the default spacing
+        edges = np.linspace(0.0, 1.3, 66)  # |rho| and |c_G|
+        edges_rho = np.linspace(-0.98, 1.32, 116)  # signed rho, given c_G > 0 (the chains' start)
     else:
-        out.update({"divide_op": op_div, "weights": pr.weights.tolist(), "weights_sd": pr.weights_sd.tolist(),
-                    "log_ratio": pr.log_ratio, "log_ratio_sd": pr.log_ratio_sd, "mean": pr.mean,
-                    "mean_sd": pr.mean_sd, "var": pr.var, "var_sd": pr.var_sd, "minima_op": pr.minima_centres,
-                    "barrier": pr.barrier, "F": _listed(pr.F), "F_sd": _listed(pr.F_sd)})
-        if with_theory:
-            out.update(theory_profile(P))
-    out["wall_s"] = time.perf_counter() - t0
-    atomic_savez(base + ".npz", xi=run.xi, op=run.op, abs_rho=run.abs_rho, family=run.family, center=run.center,
-                 acceptance=run.acceptance)
-    write_json(base + ".json", out)
-    return out
+        coordinate, copy_start = "copy", None
+        centers, op_div, edges = FE.softmax_windows(L, spacing)
+    os.makedirs(os.path.join(a.out, "points"), exist_ok=True)
+    cfg = dict(L=L, V=V, activation=act, spacing=spacing, kappa=kappa, steps=a.steps,
+               chains_per_window=a.chains_per_window, n_windows=int(centers.size))
+    if linear:  # (softmax's config stays as it was: its saved points are reused)
+        cfg["coordinate"] = coordinate
+    name = "onset P_1" if linear else "P*"
+    print(f"copyjax free energy, L={L}, V={V}, {act}: {centers.size} windows on {coordinate} x {a.chains_per_window} "
+          f"chains, kappa={kappa}, {a.steps} steps; theory (posterior form) {name} = {theory_P}; P = {Ps}; "
+          f"seeds {a.seeds}", flush=True)
 
 
-t_all = time.perf_counter()
-results = {}
-for seed in a.seeds:
-    for P in Ps:
-        r = point(seed, P)
-        results[(seed, P)] = r
+
+
+
+    @functools.lru_cache(maxsize=None)  # depends on P only, not on the data seed
+    def theory_profile(P: int) -> dict:
+        """The theory's posterior-form F over the same a_G bins (softmax; ~25 s at L = 64)."""
+        from copyjax.op_posterior import softmax_aG_profile
+
+        th = softmax_aG_profile(P, L, V, edges, op_div, hyper)
+        return {"theory_F": _listed(th.F), "theory_log_ratio": th.log_ratio,
+                "theory_minima_op": FE.bin_centres(edges, FE.local_minima(th.F)),
+                "theory_boundary_gap": th.boundary_gap}
+
+
+    def _refresh_minima(r: dict) -> dict:
+        """Minima and barrier of a saved point recomputed from its saved profiles (they follow
+        ``FE.local_minima``'s current noise criterion without resampling)."""
+        sets = [("F", "edges", "minima_op", "barrier")]
         if linear:
-            w, ws = r["family_weights"], r["family_weights_sd"]
-            print(f"  seed {seed} P={P:6d}: mean |rho| {r['mean_abs_rho']:.4f} +- {r['mean_abs_rho_sd']:.4f}, "
-                  f"Var |rho| {r['var_abs_rho']:.2e} +- {r['var_abs_rho_sd']:.1e}, mean |c_G| {r['mean']:.4f} +- "
-                  f"{r['mean_sd']:.4f}; minima at |c_G| {', '.join(f'{m:.3f}' for m in r['minima_op'])}, "
-                  f"|rho| {', '.join(f'{m:.3f}' for m in r['minima_abs_rho'])}, rho (c_G > 0) "
-                  f"{', '.join(f'{m:.3f}' for m in r['minima_rho'])}; family g s < 0: {w[0]:.3g} +- "
-                  f"{ws[0]:.2g}, log(same / opposite) {r['log_ratio']:.1f} +- {r['log_ratio_sd']:.1f} "
-                  f"({r['wall_s']:.0f} s)", flush=True)
+            sets += [("F_abs_rho", "edges", "minima_abs_rho", None), ("F_rho", "edges_rho", "minima_rho", "barrier_rho")]
+        for f, e, mk, bk in sets:
+            F, e = np.array(r[f], float), np.asarray(r[e], float)
+            m = FE.local_minima(F, F_sd=np.array(r[f + "_sd"], float))
+            r[mk] = FE.bin_centres(e, m)
+            if bk:
+                r[bk] = FE.barrier_height(F, m)
+        return r
+
+
+    def point(seed: int, P: int) -> dict:
+        base = os.path.join(a.out, "points", f"seed{seed}_P{P}")
+        with_theory = not (linear or a.no_theory)
+        if os.path.exists(base + ".json"):
+            old = read_json(base + ".json")
+            if old.get("config") == cfg:
+                if with_theory and "theory_F" not in old:  # a point saved before, or with --no-theory
+                    old.update(theory_profile(P))
+                    write_json(base + ".json", old)
+                return _refresh_minima(old)
+        t0 = time.perf_counter()
+        key = jax.random.fold_in(jax.random.key(seed), P)
+        stats = cj.sampled_stats(jax.random.fold_in(key, 0), P, L, V).astype(jnp.float32)
+        if linear:
+            run = FE.sample_umbrella(jax.random.fold_in(key, 1), stats, hyper, act, centers, kappa=kappa,
+                                     num_steps=a.steps, chains_per_window=a.chains_per_window,
+                                     progress=not a.no_progress, desc=f"seed {seed} P={P}", coordinate=coordinate,
+                                     copy_start=copy_start)
+            rec = FE.recombine(run)
         else:
-            w, ws = r["weights"], r["weights_sd"]
-            th = (f"; theory log(copy/pool) {r['theory_log_ratio']:+.2f}, minima at "
-                  f"{', '.join(f'{m:.3f}' for m in r['theory_minima_op'])}") if "theory_F" in r else ""
-            print(f"  seed {seed} P={P:6d}: copy weight {w[1]:.3g} +- {ws[1]:.2g}, log(copy/pool) "
-                  f"{r['log_ratio']:+.2f} +- {r['log_ratio_sd']:.2f}, mean a_G {r['mean']:.4f} +- {r['mean_sd']:.4f}, "
-                  f"minima at a_G {', '.join(f'{m:.3f}' for m in r['minima_op'])}, barrier {r['barrier']:.1f} nats "
-                  f"({r['wall_s']:.0f} s){th}", flush=True)
+            pr, rec, run = FE.softmax_phase_weights(jax.random.fold_in(key, 1), stats, hyper, spacing=spacing,
+                                                    kappa=kappa, num_steps=a.steps,
+                                                    chains_per_window=a.chains_per_window,
+                                                    progress=not a.no_progress, desc=f"seed {seed} P={P}")
+        out = {"config": cfg, "seed": seed, "P": P, "n_kept": rec.n_kept, "mbar_grad_norm": float(rec.result.grad_norm),
+               "acceptance_min": float(run.acceptance.min()), "edges": edges.tolist()}
+        if linear:
+            # phases = the sign families (g s < 0, g s > 0); F over |rho| (moments of |rho|) and over |c_G|
+            pr = FE.profile(rec, run, 0, edges, 0.0, coordinate="abs_rho", phase="family", mean_of="abs_rho")
+            pc = FE.profile(rec, run, 0, edges, 0.0, coordinate="op", phase="family", mean_of="op")
+            # rho with its sign: above the crossover c_G stays > 0, so rho > 0 is the same-sign
+            # family (g s > 0) and rho < 0 the opposite one; below it c_G's sign is noise
+            px = FE.profile(rec, run, 0, edges_rho, 0.0, coordinate="xi", phase="family", mean_of="abs_rho")
+            out.update({"family_weights": pr.weights.tolist(), "family_weights_sd": pr.weights_sd.tolist(),
+                        "log_ratio": pr.log_ratio, "log_ratio_sd": pr.log_ratio_sd,
+                        "mean_abs_rho": pr.mean, "mean_abs_rho_sd": pr.mean_sd,
+                        "var_abs_rho": pr.var, "var_abs_rho_sd": pr.var_sd,
+                        "mean": pc.mean, "mean_sd": pc.mean_sd, "var_cG": pc.var, "var_cG_sd": pc.var_sd,
+                        "minima_abs_rho": pr.minima_centres, "minima_op": pc.minima_centres, "barrier": pc.barrier,
+                        "F_abs_rho": _listed(pr.F), "F_abs_rho_sd": _listed(pr.F_sd),
+                        "edges_rho": edges_rho.tolist(), "F_rho": _listed(px.F), "F_rho_sd": _listed(px.F_sd),
+                        "minima_rho": px.minima_centres, "barrier_rho": px.barrier,
+                        "F": _listed(pc.F), "F_sd": _listed(pc.F_sd)})
+        else:
+            out.update({"divide_op": op_div, "weights": pr.weights.tolist(), "weights_sd": pr.weights_sd.tolist(),
+                        "log_ratio": pr.log_ratio, "log_ratio_sd": pr.log_ratio_sd, "mean": pr.mean,
+                        "mean_sd": pr.mean_sd, "var": pr.var, "var_sd": pr.var_sd, "minima_op": pr.minima_centres,
+                        "barrier": pr.barrier, "F": _listed(pr.F), "F_sd": _listed(pr.F_sd)})
+            if with_theory:
+                out.update(theory_profile(P))
+        out["wall_s"] = time.perf_counter() - t0
+        atomic_savez(base + ".npz", xi=run.xi, op=run.op, abs_rho=run.abs_rho, family=run.family, center=run.center,
+                     acceptance=run.acceptance)
+        write_json(base + ".json", out)
+        return out
 
-from copyjax import plotting  # noqa: E402
 
-if linear:
+    t_all = time.perf_counter()
+    results = {}
+    for seed in a.seeds:
+        for P in Ps:
+            r = point(seed, P)
+            results[(seed, P)] = r
+            if linear:
+                w, ws = r["family_weights"], r["family_weights_sd"]
+                print(f"  seed {seed} P={P:6d}: mean |rho| {r['mean_abs_rho']:.4f} +- {r['mean_abs_rho_sd']:.4f}, "
+                      f"Var |rho| {r['var_abs_rho']:.2e} +- {r['var_abs_rho_sd']:.1e}, mean |c_G| {r['mean']:.4f} +- "
+                      f"{r['mean_sd']:.4f}; minima at |c_G| {', '.join(f'{m:.3f}' for m in r['minima_op'])}, "
+                      f"|rho| {', '.join(f'{m:.3f}' for m in r['minima_abs_rho'])}, rho (c_G > 0) "
+                      f"{', '.join(f'{m:.3f}' for m in r['minima_rho'])}; family g s < 0: {w[0]:.3g} +- "
+                      f"{ws[0]:.2g}, log(same / opposite) {r['log_ratio']:.1f} +- {r['log_ratio_sd']:.1f} "
+                      f"({r['wall_s']:.0f} s)", flush=True)
+            else:
+                w, ws = r["weights"], r["weights_sd"]
+                th = (f"; theory log(copy/pool) {r['theory_log_ratio']:+.2f}, minima at "
+                      f"{', '.join(f'{m:.3f}' for m in r['theory_minima_op'])}") if "theory_F" in r else ""
+                print(f"  seed {seed} P={P:6d}: copy weight {w[1]:.3g} +- {ws[1]:.2g}, log(copy/pool) "
+                      f"{r['log_ratio']:+.2f} +- {r['log_ratio_sd']:.2f}, mean a_G {r['mean']:.4f} +- {r['mean_sd']:.4f}, "
+                      f"minima at a_G {', '.join(f'{m:.3f}' for m in r['minima_op'])}, barrier {r['barrier']:.1f} nats "
+                      f"({r['wall_s']:.0f} s){th}", flush=True)
+
+    from copyjax import plotting  # noqa: E402
+
+    if linear:
+        per_seed = {}
+        for seed in a.seeds:
+            rs = [results[(seed, P)] for P in Ps]
+            var = np.array([r["var_abs_rho"] for r in rs])
+            k = int(np.nanargmax(var))
+            per_seed[seed] = {"P_susceptibility_peak": Ps[k], "var_abs_rho_peak": float(var[k]),
+                              "n_minima_cG": [len(r["minima_op"]) for r in rs]}
+            th = "not computed" if theory_P is None else f"{theory_P:.0f}"
+            print(f"  seed {seed}: Var |rho| peaks at P = {Ps[k]} (grid point; theory onset P_1 = {th}); "
+                  f"minima of F(|c_G|) per P: {per_seed[seed]['n_minima_cG']}", flush=True)
+        summary = {
+            "config": cfg, "theory_P_onset": theory_P, "theory_P_cross": None if tp is None else tp.P_cross, "P": Ps, "seeds": a.seeds,
+            "per_seed": {str(k): v for k, v in per_seed.items()},
+            "points": [{k: results[(s_, P)][k] for k in ("seed", "P", "family_weights", "family_weights_sd", "log_ratio",
+                                                            "log_ratio_sd", "mean_abs_rho", "mean_abs_rho_sd",
+                                                            "var_abs_rho", "var_abs_rho_sd", "mean", "mean_sd",
+                                                            "var_cG", "var_cG_sd", "minima_op", "minima_abs_rho",
+                                                            "minima_rho", "barrier_rho")}
+                       for s_ in a.seeds for P in Ps],
+            "wall_s": time.perf_counter() - t_all,
+        }
+        write_json(os.path.join(a.out, "summary.json"), summary)
+        plotting.free_energy_linear(summary, [results[(a.seeds[0], P)] for P in Ps], os.path.join(a.out, "free_energy"))
+        print(f"summary.json and free_energy.png in {a.out} ({summary['wall_s']:.0f} s)")
+        return 0
+
     per_seed = {}
     for seed in a.seeds:
         rs = [results[(seed, P)] for P in Ps]
-        var = np.array([r["var_abs_rho"] for r in rs])
-        k = int(np.nanargmax(var))
-        per_seed[seed] = {"P_susceptibility_peak": Ps[k], "var_abs_rho_peak": float(var[k]),
-                          "n_minima_cG": [len(r["minima_op"]) for r in rs]}
-        th = "not computed" if theory_P is None else f"{theory_P:.0f}"
-        print(f"  seed {seed}: Var |rho| peaks at P = {Ps[k]} (grid point; theory onset P_1 = {th}); "
-              f"minima of F(|c_G|) per P: {per_seed[seed]['n_minima_cG']}", flush=True)
+        Pst, Pst_err = FE.equal_weight_point(np.array(Ps), np.array([r["log_ratio"] for r in rs]),
+                                             np.array([r["log_ratio_sd"] for r in rs]))
+        # barrier at P*: interpolated between the bracketing points (where both show two minima)
+        bar = float("nan")
+        if np.isfinite(Pst):
+            i = int(np.searchsorted(Ps, Pst)) - 1
+            b0, b1 = rs[i]["barrier"], rs[i + 1]["barrier"]
+            wgt = (np.log(Pst) - np.log(Ps[i])) / (np.log(Ps[i + 1]) - np.log(Ps[i]))
+            bar = float((1 - wgt) * b0 + wgt * b1)
+        per_seed[seed] = {"P_star": Pst, "P_star_err": Pst_err, "barrier_at_P_star": bar}
+        th = ("not computed" if a.no_theory else "none (no first-order transition)") if theory_P is None \
+            else f"{theory_P:.0f}"
+        print(f"  seed {seed}: P* = {Pst:.0f} +- {Pst_err:.0f} (theory, posterior form: {th}); "
+              f"barrier at P* {bar:.1f} nats", flush=True)
+
+    ps = np.array([v["P_star"] for v in per_seed.values()])
+    # the theory's equal-mass point from its own profiles (interpolated like the exact one)
+    th_lr = [results[(a.seeds[0], P)].get("theory_log_ratio") for P in Ps]
+    theory_profile_P = (FE.equal_weight_point(np.array(Ps), np.array(th_lr, float), np.zeros(len(Ps)))[0]
+                        if None not in th_lr else float("nan"))
+    if np.isfinite(theory_profile_P):
+        print(f"  theory profiles (posterior form, quadrature over the macrostate): log(copy/pool) crosses 0 at "
+              f"P = {theory_profile_P:.0f}", flush=True)
     summary = {
-        "config": cfg, "theory_P_onset": theory_P, "theory_P_cross": None if tp is None else tp.P_cross, "P": Ps, "seeds": a.seeds,
+        "config": cfg, "theory_P_star": theory_P,
+        "theory_profile_P_star": theory_profile_P if np.isfinite(theory_profile_P) else None, "P": Ps, "seeds": a.seeds,
+        "P_star": float(np.nanmean(ps)) if np.isfinite(ps).any() else None,
+        "P_star_err": (float(np.nanstd(ps, ddof=1) / np.sqrt(np.isfinite(ps).sum())) if np.isfinite(ps).sum() > 1
+                       else per_seed[a.seeds[0]]["P_star_err"]),
+        "barrier_at_P_star": (float(np.nanmean(bars)) if np.isfinite(bars := np.array(
+            [v["barrier_at_P_star"] for v in per_seed.values()], float)).any() else None),
         "per_seed": {str(k): v for k, v in per_seed.items()},
-        "points": [{k: results[(s_, P)][k] for k in ("seed", "P", "family_weights", "family_weights_sd", "log_ratio",
-                                                        "log_ratio_sd", "mean_abs_rho", "mean_abs_rho_sd",
-                                                        "var_abs_rho", "var_abs_rho_sd", "mean", "mean_sd",
-                                                        "var_cG", "var_cG_sd", "minima_op", "minima_abs_rho",
-                                                        "minima_rho", "barrier_rho")}
-                   for s_ in a.seeds for P in Ps],
+        "points": [{k: results[(s, P)].get(k) for k in ("seed", "P", "weights", "weights_sd", "log_ratio",
+                                                           "log_ratio_sd", "mean", "mean_sd", "minima_op", "barrier",
+                                                           "theory_log_ratio", "theory_minima_op")}
+                   for s in a.seeds for P in Ps],
         "wall_s": time.perf_counter() - t_all,
     }
     write_json(os.path.join(a.out, "summary.json"), summary)
-    plotting.free_energy_linear(summary, [results[(a.seeds[0], P)] for P in Ps], os.path.join(a.out, "free_energy"))
-    print(f"summary.json and free_energy.png in {a.out} ({summary['wall_s']:.0f} s)")
-    sys.exit(0)
 
-per_seed = {}
-for seed in a.seeds:
-    rs = [results[(seed, P)] for P in Ps]
-    Pst, Pst_err = FE.equal_weight_point(np.array(Ps), np.array([r["log_ratio"] for r in rs]),
-                                         np.array([r["log_ratio_sd"] for r in rs]))
-    # barrier at P*: interpolated between the bracketing points (where both show two minima)
-    bar = float("nan")
-    if np.isfinite(Pst):
-        i = int(np.searchsorted(Ps, Pst)) - 1
-        b0, b1 = rs[i]["barrier"], rs[i + 1]["barrier"]
-        wgt = (np.log(Pst) - np.log(Ps[i])) / (np.log(Ps[i + 1]) - np.log(Ps[i]))
-        bar = float((1 - wgt) * b0 + wgt * b1)
-    per_seed[seed] = {"P_star": Pst, "P_star_err": Pst_err, "barrier_at_P_star": bar}
-    th = ("not computed" if a.no_theory else "none (no first-order transition)") if theory_P is None \
-        else f"{theory_P:.0f}"
-    print(f"  seed {seed}: P* = {Pst:.0f} +- {Pst_err:.0f} (theory, posterior form: {th}); "
-          f"barrier at P* {bar:.1f} nats", flush=True)
+    plotting.free_energy(summary, [results[(a.seeds[0], P)] for P in Ps], os.path.join(a.out, "free_energy"))
+    print(f"P* = {summary['P_star']} +- {summary['P_star_err']}; summary.json and free_energy.png in {a.out} "
+          f"({summary['wall_s']:.0f} s)")
+    return 0
 
-ps = np.array([v["P_star"] for v in per_seed.values()])
-# the theory's equal-mass point from its own profiles (interpolated like the exact one)
-th_lr = [results[(a.seeds[0], P)].get("theory_log_ratio") for P in Ps]
-theory_profile_P = (FE.equal_weight_point(np.array(Ps), np.array(th_lr, float), np.zeros(len(Ps)))[0]
-                    if None not in th_lr else float("nan"))
-if np.isfinite(theory_profile_P):
-    print(f"  theory profiles (posterior form, quadrature over the macrostate): log(copy/pool) crosses 0 at "
-          f"P = {theory_profile_P:.0f}", flush=True)
-summary = {
-    "config": cfg, "theory_P_star": theory_P,
-    "theory_profile_P_star": theory_profile_P if np.isfinite(theory_profile_P) else None, "P": Ps, "seeds": a.seeds,
-    "P_star": float(np.nanmean(ps)) if np.isfinite(ps).any() else None,
-    "P_star_err": (float(np.nanstd(ps, ddof=1) / np.sqrt(np.isfinite(ps).sum())) if np.isfinite(ps).sum() > 1
-                   else per_seed[a.seeds[0]]["P_star_err"]),
-    "barrier_at_P_star": (float(np.nanmean(bars)) if np.isfinite(bars := np.array(
-        [v["barrier_at_P_star"] for v in per_seed.values()], float)).any() else None),
-    "per_seed": {str(k): v for k, v in per_seed.items()},
-    "points": [{k: results[(s, P)].get(k) for k in ("seed", "P", "weights", "weights_sd", "log_ratio",
-                                                       "log_ratio_sd", "mean", "mean_sd", "minima_op", "barrier",
-                                                       "theory_log_ratio", "theory_minima_op")}
-               for s in a.seeds for P in Ps],
-    "wall_s": time.perf_counter() - t_all,
-}
-write_json(os.path.join(a.out, "summary.json"), summary)
 
-plotting.free_energy(summary, [results[(a.seeds[0], P)] for P in Ps], os.path.join(a.out, "free_energy"))
-print(f"P* = {summary['P_star']} +- {summary['P_star_err']}; summary.json and free_energy.png in {a.out} "
-      f"({summary['wall_s']:.0f} s)")
+if __name__ == "__main__":
+    sys.exit(main())

@@ -64,7 +64,7 @@ def main(argv=None):
         try:
             res = read_json(os.path.join(out, "theory.json"))
         except (OSError, ValueError) as e:
-            ap.error(f"--replot needs a readable {os.path.join(out, 'theory.json')}: {e}")
+            ap.error(f"--replot needs a readable theory.json in --out ({os.path.join(out, 'theory.json')}): {e}")
         print(f"wrote {len(plotting.theory_figures(res, out))} figure files in {out}")
         return 0
 

@@ -14,6 +14,15 @@ class _Hide(importlib.abc.MetaPathFinder):
         if name.split('.')[0] in {OPTIONAL!r}:
             raise ModuleNotFoundError(f"No module named {{name!r}} (hidden: optional)", name=name)
 sys.meta_path.insert(0, _Hide())
+import importlib.metadata, importlib.util
+_find_spec, _version = importlib.util.find_spec, importlib.metadata.version
+def _hidden_find_spec(name, package=None):
+    return None if name.split('.')[0] in {OPTIONAL!r} else _find_spec(name, package)
+def _hidden_version(name):
+    if name in {OPTIONAL!r}:
+        raise importlib.metadata.PackageNotFoundError(name)
+    return _version(name)
+importlib.util.find_spec, importlib.metadata.version = _hidden_find_spec, _hidden_version
 """
 
 

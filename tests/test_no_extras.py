@@ -17,6 +17,12 @@ def _run(argv, timeout=300):
 def test_the_blocker_hides_optional_packages():
     r = _run(code_argv("import chex"))
     assert r.returncode != 0 and "hidden: optional" in r.stderr
+    code = ("import importlib.util, importlib.metadata\n"
+            "print(importlib.util.find_spec('arviz'), importlib.util.find_spec('jax') is not None)\n"
+            "from copyjax.results import package_versions\n"
+            "print(package_versions(['chex', 'numpy'])['chex'])")
+    r = _run(code_argv(code))
+    assert r.stdout.split() == ["None", "True", "None"], r.stderr[-2000:]
 
 
 def test_every_module_imports_without_extras():

@@ -1,11 +1,15 @@
-"""The other scripts reject bad arguments with exit status 2 and a message naming the option
-(argparse's convention), before any computation."""
+"""The scripts other than the main job: bad arguments exit with status 2 and an error line
+naming the option, before any computation; each script the README lists runs end to end at a
+tiny size, its outputs read back."""
+import json
 import os
 from pathlib import Path
 import subprocess
 import sys
 
 import pytest
+
+from _cli_errors import assert_cli_error
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -28,11 +32,22 @@ def run(script, args):
     ("scaling.py", ["--g-prior", "huge"], "--g-prior"),
     ("free_energy.py", ["--no-theory"], "--no-theory"),
     ("free_energy.py", ["--steps", "10"], "--steps"),
+    ("free_energy.py", ["--kappa", "0"], "--kappa"),
+    ("free_energy.py", ["--spacing", "-0.1"], "--spacing"),
+    ("free_energy.py", ["--seeds", "-1"], "--seeds"),
+    ("free_energy.py", ["--L", "3"], "--L must be >= 4"),
+    ("free_energy.py", ["--activation", "relu"], "--activation"),
+    ("transitions.py", ["--LV", "64"], "--LV takes L,V pairs"),
+    ("transitions.py", ["--LV", "1,8"], "--LV needs L >= 2"),
+    ("transitions.py", ["--forms", "mean_field"], "--forms"),
+    ("demo.py", ["--L", "1"], "--L must be >= 2"),
+    ("demo.py", ["--Ps", "0"], "--Ps must be >= 1"),
+    ("demo.py", ["--seed", "-2"], "--seed must be >= 0"),
 ])
 def test_bad_arguments_exit_2(script, args, word, tmp_path):
-    r = run(script, args if "--out" in args else args + ["--out", str(tmp_path)])
-    assert r.returncode == 2, (r.returncode, r.stderr[-500:])
-    assert word in r.stderr and "Traceback" not in r.stderr
+    has_out = script in ("theory_figures.py", "validate_theory.py", "scaling.py", "free_energy.py")
+    r = run(script, args if "--out" in args or not has_out else args + ["--out", str(tmp_path)])
+    assert_cli_error(r, word)
 
 
 @pytest.mark.parametrize("act, keys", [
@@ -74,7 +89,7 @@ def test_free_energy_vs_L_reads_summaries(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert "2474 sd 9" in r.stdout and (tmp_path / "fig.png").stat().st_size > 0
     r = run("free_energy_vs_L.py", [str(tmp_path / "nothing"), "--out", str(tmp_path / "fig")])
-    assert r.returncode == 2 and "summary.json" in r.stderr
+    assert_cli_error(r, "summary.json")
 
 
 def test_compile_cache_second_run_compiles_nothing_new(tmp_path):
@@ -95,3 +110,65 @@ def test_compile_cache_second_run_compiles_nothing_new(tmp_path):
     assert {p.name for p in cache.iterdir()} == first
     pts = [json.loads(Path(tmp_path / d / "summary.json").read_text())["points"] for d in "ab"]
     assert pts[0][0]["log_ratio"] == pts[1][0]["log_ratio"]
+
+
+# ---------------------------------------------------------------- every README script, end to end
+# (issue 21: validate_theory.py crashed after its first point, writing typed summaries into
+# JSON, while its tests checked only bad arguments). Tiny sizes; outputs read back.
+
+
+def test_transitions_script_end_to_end(tmp_path):
+    out = tmp_path / "tp.json"
+    r = run("transitions.py", ["--LV", "8,4", "16,8", "--forms", "map", "--json", str(out)])
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = json.loads(out.read_text())
+    assert len(rows) == 2 and set(rows[0]) == {"softmax", "linear"}
+    assert rows[0]["softmax"]["L"] == 8 and rows[1]["linear"]["V"] == 8
+    assert rows[0]["linear"]["P_onset"] < rows[1]["linear"]["P_onset"]  # P_1 grows with L and V
+    assert "P_onset" in r.stdout or "P_1" in r.stdout
+
+
+def test_demo_script_end_to_end():
+    r = run("demo.py", ["--L", "4", "--V", "3", "--Ps", "20", "80"])
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = [ln.split() for ln in r.stdout.splitlines() if ln.split()[:1] in (["softmax"], ["linear"])]
+    assert len(rows) == 8  # 2 activations x 2 P x 2 starts
+    assert {(a, int(P)) for a, P, *_ in rows} == {(a, P) for a in ("softmax", "linear") for P in (20, 80)}
+
+
+def test_scaling_script_end_to_end(tmp_path):
+    r = run("scaling.py", ["--Ls", "4", "8", "--Vs", "3", "4", "--out", str(tmp_path / "sc")])
+    assert r.returncode == 0, r.stderr[-2000:]
+    s = json.loads((tmp_path / "sc" / "scaling.json").read_text())
+    assert s["form"] == "map" and len(s["rows"]) >= 4 and "linear_P_onset" in s["fits"]
+    assert (tmp_path / "sc" / "scaling.png").stat().st_size > 0
+
+
+def test_validate_theory_script_end_to_end(tmp_path):
+    r = run("validate_theory.py", ["--LV", "4,3", "--activation", "linear", "--n-P", "1", "--chains", "4",
+                                   "--steps", "60", "--thin", "2", "--op-chains", "2", "--out", str(tmp_path)])
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = json.loads((tmp_path / "validate.json").read_text())["rows"]
+    assert len(rows) == 1 and rows[0]["activation"] == "linear"
+    ex = rows[0]["exact"]
+    assert ex["n_chains"] == 4 and ex["n_used"] >= 2 and 0.0 <= ex["c1"]["mean"] <= 1.5
+    assert set(rows[0]["posterior_form"]) >= {"c1", "cG", "loss", "weights"}
+    assert "| 4 | 3 | linear |" in r.stdout
+
+
+def test_theory_figures_script_end_to_end_and_replot(tmp_path):
+    out = tmp_path / "tf"
+    r = run("theory_figures.py", ["--L", "4", "--V", "3", "--n-P", "3", "--chains", "2", "--draws", "10",
+                                  "--softmax-points", "2", "--out", str(out)])
+    assert r.returncode == 0, r.stderr[-2000:]
+    t = json.loads((out / "theory.json").read_text())
+    assert t["L"] == 4 and len(t["P"]) == 3 and set(t["transitions"]) == {
+        f"{a}_{f}" for a in ("softmax", "linear") for f in ("map", "posterior")}
+    assert t["susceptibility"]["linear"] and t["versions"]["jax"]
+    pngs = {p.name for p in out.glob("*.png")}
+    assert {"order_parameters.png", "susceptibility.png", "landscapes.png"} <= pngs
+    for p in out.glob("*.png"):
+        p.unlink()
+    r = run("theory_figures.py", ["--replot", "--out", str(out)])
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert {p.name for p in out.glob("*.png")} == pngs

@@ -207,7 +207,8 @@ def test_transition_points_are_typed_with_every_field():
     s = T.transition_points(16, 8, "softmax")
     lin = T.transition_points(16, 8, "linear")
     assert isinstance(s, T.TransitionPoints) and s._fields == lin._fields
-    assert s.P_star is None and s.P_steepest > 0 and s["P_star"] or s["P_steepest"]
+    assert s.P_star is None and s.P_steepest > 0
+    assert (s["P_star"] or s["P_steepest"]) == s.P_steepest
     assert s.P_onset is None and lin.P_star is None and lin.P_onset > 0 and lin["P_onset"] == lin.P_onset
     assert lin.get("P_star", "absent") == "absent" and s.get("first_order") is False
     assert json.loads(json.dumps(s.as_dict()))["P_steepest"] == s.P_steepest

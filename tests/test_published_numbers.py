@@ -1,0 +1,59 @@
+"""Every transition point docs/theory.md section 8 publishes (and the README's two theory
+comments) recomputed: a shifted transition, a changed solver or a changed default
+hyperparameter fails here. Tolerances: the table rounds P to integers and the jump to three
+decimals, so |computed - published| <= 0.5 (P) and <= 5e-4 (jump), plus 1e-9 relative."""
+import jax
+import pytest
+
+import copyjax as cj
+
+jax.config.update("jax_enable_x64", True)
+
+# (L, V, form): softmax P*, spinodals, a_G jump, linear P_1, P_x (docs/theory.md section 8)
+TABLE = {
+    (64, 32, "map"): (3667, (3070, 7901), 0.451, 2332, 2960),
+    (32, 16, "map"): (1066, (954, 1504), 0.375, 572, 748),
+    (64, 8, "map"): (1351, (1107, 2433), 0.261, 220, 1191),
+    (64, 32, "posterior"): (4225, (3653, 7791), 0.484, 3160, 6105),
+}
+LINEAR_POSTERIOR = {(32, 16): (778, 1550), (64, 8): (569, 6598)}
+
+
+def near(x, published, tol=0.5):
+    return x is not None and abs(x - published) <= tol + 1e-9 * abs(published)
+
+
+@pytest.mark.parametrize("L, V, form", [k for k in TABLE if k[2] == "map"])
+def test_map_form_table(L, V, form):
+    P_star, (lo, hi), jump, P1, Px = TABLE[(L, V, form)]
+    s = cj.transition_points(L, V, "softmax", form=form)
+    assert near(s.P_star, P_star) and near(s.P_spinodal_low, lo) and near(s.P_spinodal_high, hi), s
+    assert s.first_order and near(s.aG_jump, jump, 5e-4), s
+    lin = cj.transition_points(L, V, "linear", form=form)
+    assert near(lin.P_onset, P1) and near(lin.P_cross, Px), lin
+
+
+@pytest.mark.parametrize("L, V", [(64, 32), (32, 16), (64, 8)])
+def test_linear_posterior_form_table(L, V):
+    P1, Px = LINEAR_POSTERIOR.get((L, V)) or TABLE[(L, V, "posterior")][3:]
+    lin = cj.transition_points(L, V, "linear", form="posterior")
+    assert near(lin.P_onset, P1) and near(lin.P_cross, Px), lin
+
+
+def test_softmax_posterior_form_at_64_32_and_the_readme_comments():
+    """The README: ``prob.transition_points("posterior").P_star  # 4225`` and
+    ``prob.minima(5000, "posterior")  # two minima (a_G 0.002, 0.539): coexistence``
+    (about 100 s: the mean-field bisection)."""
+    prob = cj.Problem.make(64, 32, "softmax")
+    tp = prob.transition_points("posterior")
+    P_star, (lo, hi), jump, _, _ = TABLE[(64, 32, "posterior")]
+    assert near(tp.P_star, P_star) and near(tp.P_spinodal_low, lo) and near(tp.P_spinodal_high, hi), tp
+    assert near(tp.aG_jump, jump, 5e-4), tp
+    ms = prob.minima(5000, "posterior")
+    assert len(ms) == 2 and abs(ms[0].cG - 0.002) <= 5e-4 and abs(ms[1].cG - 0.539) <= 5e-4, ms
+
+
+def test_small_L_softmax_map_has_no_first_order_window():
+    # docs/theory.md: at L = 16, V = 8 a continuous but steep rise of a_G around P = 273
+    s = cj.transition_points(16, 8, "softmax")
+    assert s.P_star is None and not s.first_order and abs(s.P_steepest - 273) <= 0.05 * 273, s
