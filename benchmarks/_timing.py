@@ -25,7 +25,7 @@ def chain_rate(alg, init, steps: int, data=None, chain_block=None) -> tuple[floa
 
     if not hasattr(alg, "build"):  # a plain SamplingAlgorithm
         alg = chains.Fixed(alg)
-    obs = lambda p, d: {"x": p.G[0, 0]}
+    obs = lambda p, d: {"x": jax.tree.leaves(p)[0].reshape(-1)[0]}  # any position pytree
     kw = dict(schedule=chains.Schedule(steps, thin=steps), layout=chains.Layout(chain_block=chain_block))
     t0 = time.perf_counter()
     jax.block_until_ready(chains.run_chains(jax.random.key(0), alg, init, obs, data, **kw).draws)

@@ -9,28 +9,16 @@ that fails (out of memory, say) prints its error and the next one runs.
 """
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import copyjax as cj  # noqa: E402
-from copyjax import chains, exact_posterior, network, samplers  # noqa: E402
-
-
-def rate(spec, init, data, steps, block):
-    obs = lambda p, d: {"x": jax.tree.leaves(p)[0].reshape(-1)[0]}
-    n = jax.tree.leaves(init)[0].shape[0]
-    kw = dict(schedule=chains.Schedule(steps, thin=steps), layout=chains.Layout(chain_block=min(block, n)))
-    t0 = time.perf_counter()
-    jax.block_until_ready(chains.run_chains(jax.random.key(0), spec, init, obs, data, **kw).draws)
-    first = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    jax.block_until_ready(chains.run_chains(jax.random.key(1), spec, init, obs, data, **kw).draws)
-    dt = time.perf_counter() - t0
-    return first - dt, n * steps / dt
+from copyjax import exact_posterior, network, samplers  # noqa: E402
+from _timing import chain_rate  # noqa: E402
 
 
 def main(argv=None):
@@ -60,7 +48,7 @@ def main(argv=None):
                 ("sgld", sgld, jax.vmap(lambda k: network.init_params(k, L, V, h))(keys),
                  {"stats": stats, "step_size": jnp.float32(1e-4)})):
             try:
-                c, r = rate(spec, init, data, a.steps, a.block)
+                c, r = chain_rate(spec, init, a.steps, data, chain_block=min(a.block, n))
                 cells += [f"{r:,.0f}", f"{c:.1f}"]
             except Exception as e:  # noqa: BLE001 (report and go on: one size may not fit)
                 print(f"# {name} at {n} chains failed: {type(e).__name__}: {str(e)[:200]}", flush=True)
