@@ -7,7 +7,8 @@ are a speed choice now that the LAPACK deadlock is excluded (docs/lapack_hang.md
 Each configuration is run twice (the first run compiles); the second is timed.
 """
 import argparse
-import time
+import sys
+from pathlib import Path
 
 import jax
 
@@ -16,6 +17,9 @@ import jax.numpy as jnp  # noqa: E402
 
 import copyjax as cj  # noqa: E402
 from copyjax import free_energy  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import best_time  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--chains", type=int, default=64)
@@ -31,8 +35,5 @@ print("| chain_block | s (second run) | chain-steps/s |\n|---:|---:|---:|")
 for b in a.blocks:
     run = lambda: free_energy.sample_umbrella(jax.random.key(1), stats, h, "softmax", centers, kappa=2.0,
                                               num_steps=a.steps, thin=5, chain_block=b)
-    run()
-    t = time.perf_counter()
-    run()
-    s = time.perf_counter() - t
+    _, s = best_time(run, repeat=1)  # a first call compiles; the second is timed
     print(f"| {b} | {s:.1f} | {a.chains * a.steps / s:.0f} |", flush=True)

@@ -107,5 +107,5 @@ RECORDED_PACKAGES = ("copyjax", "jax", "jaxlib", "blackjax", "optax", "numpyro",
                      "chex", "arviz")
 
 
-__all__ = ["RECORDED_PACKAGES", "atomic_savez", "atomic_write_bytes", "config_hash", "load_point", "package_versions", "point_path", "read_json",
-           "save_point", "write_csv", "write_json"]
+__all__ = ["RECORDED_PACKAGES", "atomic_savez", "atomic_write_bytes", "config_hash", "load_point",
+           "package_versions", "point_path", "read_json", "save_point", "write_csv", "write_json"]

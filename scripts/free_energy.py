@@ -64,16 +64,16 @@ def main(argv=None) -> int:
     if a.L < 4:
         ap.error("--L must be >= 4")
 
-    import jax  # noqa: E402
-    import jax.numpy as jnp  # noqa: E402
-    import numpy as np  # noqa: E402
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
 
     jax.config.update("jax_enable_x64", True)
     enable_compile_cache(a)
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    import copyjax as cj  # noqa: E402
-    from copyjax import free_energy as FE  # noqa: E402
-    from copyjax.results import atomic_savez, read_json, write_json  # noqa: E402
+    import copyjax as cj
+    from copyjax import free_energy as FE
+    from copyjax.results import atomic_savez, read_json, write_json
 
     L, V, act = a.L, a.V, a.activation
     linear = act == "linear"
@@ -110,10 +110,6 @@ def main(argv=None) -> int:
     print(f"copyjax free energy, L={L}, V={V}, {act}: {centers.size} windows on {coordinate} x {a.chains_per_window} "
           f"chains, kappa={kappa}, {a.steps} steps; theory (posterior form) {name} = {theory_P}; P = {Ps}; "
           f"seeds {a.seeds}", flush=True)
-
-
-
-
 
     @functools.lru_cache(maxsize=None)  # depends on P only, not on the data seed
     def theory_profile(P: int) -> dict:
@@ -222,7 +218,7 @@ def main(argv=None) -> int:
                       f"minima at a_G {', '.join(f'{m:.3f}' for m in r['minima_op'])}, barrier {r['barrier']:.1f} nats "
                       f"({r['wall_s']:.0f} s){th}", flush=True)
 
-    from copyjax import plotting  # noqa: E402
+    from copyjax import plotting
 
     if linear:
         per_seed = {}
