@@ -32,11 +32,13 @@ if ! python3 -c "import jax, sys; sys.exit(0 if any(d.platform == 'gpu' for d in
 fi
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
 t0=$SECONDS
-timeout 300 python3 benchmarks/gpu_check.py --chains 1000 10000 100000 --steps 20 --block 4096 || echo "gpu_check.py: exit $?"
+log=${OUT:-$(mktemp -d)}  # the device tool brings $OUT back
+timeout 300 python3 benchmarks/gpu_check.py --chains 1000 10000 100000 --steps 20 --block 4096 2>&1 | tee "$log/gpu_check.log" || echo "gpu_check.py: exit $?"
 echo "throughput: $((SECONDS - t0)) s"
 t1=$SECONDS
 out=$(mktemp -d)
 timeout $((450 - (SECONDS - t0))) python3 scripts/phase_diagram.py --L 64 --V 32 --activation softmax --P 5095 \
   --exact-chains 1024 --chains 1024 --adam-seeds 64 --op-chains 256 --no-progress --no-compile-cache --out "$out" \
-  | tail -6 || echo "phase_diagram.py: exit $?"
+  2>&1 | tee "$log/phase_diagram.log" | tail -6 || echo "phase_diagram.py: exit $?"
+cp "$out"/*/summary.csv "$out"/*/results.json "$log"/ 2>/dev/null || true
 echo "one phase-diagram point (1024 exact chains, 1024 SGLD chains per start): $((SECONDS - t1)) s"

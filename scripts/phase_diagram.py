@@ -146,6 +146,17 @@ def build_config(a, ap):
     return cfg
 
 
+def theory_grid(Ps, n=60):
+    """P values for the theory lines of the figures: (n,), spanning the sampled grid ``Ps``; a
+    one-point grid gets a factor 2 either side (a run of one P, as benchmarks/gpu.sh makes)."""
+    import numpy as np
+
+    lo, hi = float(Ps[0]), float(Ps[-1])
+    if lo == hi:
+        lo, hi = lo / 2, hi * 2
+    return np.geomspace(lo, hi, n)
+
+
 def main(argv=None):
     ap = parser()
     a = ap.parse_args(argv)
@@ -225,7 +236,7 @@ def main(argv=None):
     theory = {}
     for act in cfg["activations"]:
         h = cj.Hyper(cfg["beta"], cfg["sigma_w2"], cfg["sigma_g2"][act])
-        fine = np.geomspace(Ps[0], Ps[-1], 60)
+        fine = theory_grid(Ps)
         theory[act] = {k: (v.tolist() if hasattr(v, "tolist") else v)
                        for k, v in cj.theory_curve(fine, a.L, a.V, act, h, "map").items()}
         # what Adam maximises: the joint posterior of (W, G) (no Occam factor)

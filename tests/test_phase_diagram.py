@@ -159,3 +159,23 @@ def test_free_energy_weighs_the_phases_where_the_start_families_disagree(monkeyp
     text = json.dumps(s.to_json())
     assert json.dumps(type(s).from_json(json.loads(text)).to_json()) == text
     assert "free energy (MBAR)" in E.point_line(s)
+
+
+def test_a_one_point_grid_draws_its_theory_lines():
+    """A run of one P (benchmarks/gpu.sh's point) crashed after sampling: the theory lines' grid
+    was 60 copies of that P, refused by check_P_grid. The grid now spans a factor 2 either side."""
+    import importlib.util
+
+    import copyjax as cj
+
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    spec = importlib.util.spec_from_file_location("phase_diagram_script", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    fine = script.theory_grid(np.array([5095]))
+    assert fine[0] == pytest.approx(5095 / 2) and fine[-1] == pytest.approx(2 * 5095)
+    assert np.all(np.diff(fine) > 0)
+    np.testing.assert_array_equal(script.theory_grid(np.array([20, 60]), 5), np.geomspace(20, 60, 5))
+    h = cj.default_hyper("softmax", 4)
+    curve = cj.theory_curve(fine, 4, 3, "softmax", h, "map")  # what main() draws from
+    assert np.asarray(curve["cG"]).shape == (60,) and np.all(np.isfinite(np.asarray(curve["cG"])))
