@@ -1,6 +1,6 @@
 """The exact-posterior column of the main job alone: adaptive MALA on exp(-S_P(G)) at the
 default phase-diagram grid (L = 64, V = 32, P = 933 ... 15802), on the same data sets
-(same keys as ``experiments.run_point``), with the main job's defaults or the given
+(same keys as ``copyjax.point.run_point``), with the main job's defaults or the given
 chains / steps. Prints R-hat, ESS, nested R-hat and the family means per point.
 
     python benchmarks/exact_defaults.py [--chains 16] [--steps-softmax 900] [--steps-linear 1800]
@@ -29,7 +29,7 @@ import jax.numpy as jnp  # noqa: E402
 jax.config.update("jax_enable_x64", True)
 import copyjax as cj  # noqa: E402
 from copyjax import exact_posterior as X  # noqa: E402
-from copyjax import experiments as E  # noqa: E402
+from copyjax.point import exact_chains as E  # noqa: E402
 
 steps = {"softmax": a.steps_softmax or E.DEFAULT_EXACT_STEPS["softmax"],
          "linear": a.steps_linear or E.DEFAULT_EXACT_STEPS["linear"]}
@@ -45,7 +45,7 @@ for act in a.activation:
         run = X.sample_exact_posterior(jax.random.fold_in(key, 102), stats, h, act, n_chains=a.chains,
                                        num_steps=n, burn_in=n // 3, thin=E.exact_thin(n))
         s = X.summarize_exact(run, E.EXACT_KEYS[act])
-        g = s["cG"]
-        print(f"| {act} | {P} | {a.chains} x {n} | {time.perf_counter() - t:.0f} | {g['mean']:.4f} | {g['rhat']:.3f} | "
-              f"{g['ess']:.0f} | {g['nested_rhat']:.3f} | {g['prior']['mean']:.4f} | {g['copy']['mean']:.4f} | "
-              f"{s['branches_disagree']} | {s['n_used']} |", flush=True)
+        g = s.cG
+        print(f"| {act} | {P} | {a.chains} x {n} | {time.perf_counter() - t:.0f} | {g.mean:.4f} | {g.rhat:.3f} | "
+              f"{g.ess:.0f} | {g.nested_rhat:.3f} | {g.prior.mean:.4f} | {g.copy.mean:.4f} | "
+              f"{s.branches_disagree} | {s.n_used} |", flush=True)

@@ -62,8 +62,8 @@ for act, P in cases:
         wall = time.perf_counter() - t
         summ = C.summarize(s.draws["cG"])
         grads = a.steps + warm
-        print(f"| {act} P={P} | {name} | {grads} | {wall:.0f} | {summ['ess']:.0f} | {summ['rhat']:.3f} | "
-              f"{1000 * summ['ess'] / (grads * a.chains):.2f} | {summ['ess'] / wall:.1f} |", flush=True)
+        print(f"| {act} P={P} | {name} | {grads} | {wall:.0f} | {summ.ess:.0f} | {summ.rhat:.3f} | "
+              f"{1000 * summ.ess / (grads * a.chains):.2f} | {summ.ess / wall:.1f} |", flush=True)
 
     if a.no_nuts:
         continue
@@ -89,5 +89,5 @@ for act, P in cases:
     summ = C.summarize(x)
     grads = float(np.mean(n)) + warm
     print(f"| {act} P={P} | NUTS (window adaptation, diagonal mass) | {grads:.0f} | {wall:.0f} | "
-          f"{summ['ess']:.0f} | {summ['rhat']:.3f} | {1000 * summ['ess'] / (grads * a.chains):.2f} | "
-          f"{summ['ess'] / wall:.1f} |", flush=True)
+          f"{summ.ess:.0f} | {summ.rhat:.3f} | {1000 * summ.ess / (grads * a.chains):.2f} | "
+          f"{summ.ess / wall:.1f} |", flush=True)

@@ -59,7 +59,7 @@ def chain_level(draws):
 
 rm, rsd, rse = chain_level(ref.draws["cG"])
 print(f"## Network posterior at equilibrium, L={L}, V={V}, P={P}, softmax, {n} chains\n")
-print(f"exact marginal (MALA on S_P, R-hat {C.summarize(ref.draws['cG'])['rhat']:.3f}): "
+print(f"exact marginal (MALA on S_P, R-hat {C.summarize(ref.draws['cG']).rhat:.3f}): "
       f"a_G mean {rm:.4f} +/- {rse:.4f}, sd {rsd:.4f}\n")
 print("SGLD chains start from exact joint draws of (W, G) and run 4 / eps steps (the first")
 print("1 / eps discarded); a deviation from the exact moments is the step-size / minibatch bias.\n")

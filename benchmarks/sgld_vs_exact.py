@@ -60,7 +60,8 @@ from copyjax import network as N  # noqa: E402
 from copyjax import samplers as S  # noqa: E402
 from copyjax import training  # noqa: E402
 from copyjax.data import streamed_tokens  # noqa: E402
-from copyjax.experiments import EXACT_KEYS, auto_step_size, exact_joint_starts, exact_thin  # noqa: E402
+from copyjax.point.exact_chains import EXACT_KEYS, exact_joint_starts, exact_thin  # noqa: E402
+from copyjax.point.sgld_chains import auto_step_size  # noqa: E402
 from copyjax.results import write_json  # noqa: E402
 
 acts = ["softmax", "linear"] if a.activation == "both" else [a.activation]
@@ -103,7 +104,7 @@ for L in a.L:
                                           num_steps=a.exact_steps, thin=exact_thin(a.exact_steps))
             t_ex = time.perf_counter() - t
             es = X.summarize_exact(ex, EXACT_KEYS[act])
-            ref = es["cG"] if not es["branches_disagree"] else es["cG"]["prior" if where == "below" else "copy"]
+            ref = es.cG if not es.branches_disagree else getattr(es.cG, "prior" if where == "below" else "copy")
             # SGLD from exact joint draws
             start = exact_joint_starts(k_w, ex, a.chains, stats, h, act)
             auto = auto_step_size(P, a.V, h)
@@ -117,15 +118,15 @@ for L in a.L:
                 s, wall = timed_chains(k_run, alg, start, obs, data,
                                        schedule=C.Schedule(a.steps, a.steps // 2, max(1, a.steps // 100)))
                 sm = C.summarize(s.draws["cG"], s.nonfinite)
-                se = float(np.hypot(sm["mcse"], ref["mcse"]))
+                se = float(np.hypot(sm.mcse, ref.mcse))
                 rows.append({"L": L, "activation": act, "P": P, "where": where, "eps": eps,
-                             "eps_factor": factor, "batch": batch or P, "exact_mean": ref["mean"],
-                             "exact_sd": ref["sd"], "exact_mcse": ref["mcse"],
-                             "exact_branches_disagree": es["branches_disagree"],
-                             "sgld_mean": sm["mean"], "sgld_sd": sm["sd"], "sgld_mcse": sm["mcse"],
-                             "drift": sm["mean"] - ref["mean"], "drift_in_se": (sm["mean"] - ref["mean"]) / se,
-                             "sd_ratio": sm["sd"] / ref["sd"] if ref["sd"] > 0 else float("nan"),
-                             "n_nonfinite": sm["n_excluded"], "wall_s": wall})
+                             "eps_factor": factor, "batch": batch or P, "exact_mean": ref.mean,
+                             "exact_sd": ref.sd, "exact_mcse": ref.mcse,
+                             "exact_branches_disagree": es.branches_disagree,
+                             "sgld_mean": sm.mean, "sgld_sd": sm.sd, "sgld_mcse": sm.mcse,
+                             "drift": sm.mean - ref.mean, "drift_in_se": (sm.mean - ref.mean) / se,
+                             "sd_ratio": sm.sd / ref.sd if ref.sd > 0 else float("nan"),
+                             "n_nonfinite": sm.n_excluded, "wall_s": wall})
                 r = rows[-1]
                 print(f"L={L} {act} P={P} ({where}) eps={eps:.2e} batch={r['batch']}: SGLD {r['sgld_mean']:.4f} "
                       f"vs exact {r['exact_mean']:.4f} (drift {r['drift']:+.4f} = {r['drift_in_se']:+.1f} se), "
@@ -134,11 +135,11 @@ for L in a.L:
                 continue
             # relaxation from the prior
             n = a.chains
-            tol = 2 * float(np.hypot(ref["mcse"], ref["sd"] / np.sqrt(n)))
+            tol = 2 * float(np.hypot(ref.mcse, ref.sd / np.sqrt(n)))
             thin = max(1, a.relax_steps // 100)
             init = training.init_ensemble(jax.random.fold_in(k_run, 1), n, L, a.V, h, act, "prior")
             data = {"stats": stats, "step_size": jnp.asarray(auto, jnp.float32)}
-            res = {"L": L, "activation": act, "P": P, "exact_mean": ref["mean"], "tolerance": tol}
+            res = {"L": L, "activation": act, "P": P, "exact_mean": ref.mean, "tolerance": tol}
             for name, alg, d in (
                     ("SGLD", S.NetworkSampler(h, act, "sgld"), data),
                     ("pSGLD", C.Fixed(S.psgld(stats, h, act, a.psgld_step, adapt_steps=a.relax_steps // 5)),
@@ -147,7 +148,7 @@ for L in a.L:
                                        C.PositionObserver(lambda p: N.observables(p, stats, h, act)),
                                        d, schedule=C.Schedule(a.relax_steps, thin=thin))
                 traj = s.draws["cG"][~s.nonfinite].mean(0)
-                i = first_within(traj, ref["mean"], tol)
+                i = first_within(traj, ref.mean, tol)
                 res[name] = {"steps": None if i is None else (i + 1) * thin,
                              "seconds": None if i is None else wall * (i + 1) / len(traj),
                              "final": float(traj[-1]), "budget": a.relax_steps, "wall_s": wall}
@@ -164,7 +165,7 @@ for L in a.L:
                                    X.ExactObserver(h, act), dx, schedule=C.Schedule(steps_x, thin=10))
             traj = np.concatenate([[float(np.mean(cj.reported_order_parameters(
                 cj.attention(Gw.astype(stats.dtype), act), act)["cG"]))], s.draws["cG"].mean(0)])
-            i = first_within(traj, ref["mean"], tol)
+            i = first_within(traj, ref.mean, tol)
             res["exact MALA"] = {"steps": None if i is None else warm + i * 10,
                                  "seconds": None if i is None else t_w + wall * i / (len(traj) - 1),
                                  "final": float(traj[-1]), "budget": warm + steps_x, "wall_s": t_w + wall}

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 jax.config.update("jax_enable_x64", True)
 import copyjax as cj  # noqa: E402
 from copyjax import chains as C, op_posterior as O, samplers as S, training  # noqa: E402
-from copyjax.experiments import auto_step_size  # noqa: E402
+from copyjax.point.sgld_chains import auto_step_size  # noqa: E402
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--P", type=int, default=8973)
@@ -29,7 +29,7 @@ h = cj.default_hyper(act, L)
 stats = cj.sampled_stats(jax.random.key(0), a.P, L, V).astype(jnp.float32)
 op = O.op_summary(O.sample_op_posterior(jax.random.key(1), float(a.P), L, V, act, h,
                                         n_chains=32, n_draws=100))
-print(f"theory posterior (NUTS in OP space): c_1 = {op['c1']['mean']:.3f}, c_G = {op['cG']['mean']:.3f}")
+print(f"theory posterior (NUTS in OP space): c_1 = {op.c1.mean:.3f}, c_G = {op.cG.mean:.3f}")
 init = training.init_ensemble(jax.random.key(2), a.chains, L, V, h, act, "prior")
 obs = lambda p: cj.reported_order_parameters(cj.attention(p.G, act), act)  # |c_G|, |rho|
 eps = auto_step_size(a.P, V, h)

@@ -42,8 +42,8 @@ for P in a.P:
     t1 = time.perf_counter()
     run = X.sample_exact_posterior(jax.random.fold_in(key, 2), stats, h, "softmax", n_chains=16,
                                    num_steps=a.steps, thin=5)
-    s = X.summarize_exact(run, ("cG",))["cG"]
+    s = X.summarize_exact(run, ("cG",)).cG
     t2 = time.perf_counter()
-    z = (pr.mean - s["mean"]) / np.hypot(pr.mean_sd, s["mcse"])
-    print(f"{P:>6} {pr.mean:>9.4f} +- {pr.mean_sd:.4f} {s['mean']:>9.4f} +- {s['mcse']:.4f} {s['rhat']:>6.3f} "
+    z = (pr.mean - s.mean) / np.hypot(pr.mean_sd, s.mcse)
+    print(f"{P:>6} {pr.mean:>9.4f} +- {pr.mean_sd:.4f} {s.mean:>9.4f} +- {s.mcse:.4f} {s.rhat:>6.3f} "
           f"{z:>9.2f} {t1 - t0:>6.0f} {t2 - t1:>7.0f}", flush=True)

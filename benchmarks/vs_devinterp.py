@@ -155,9 +155,9 @@ def stationary(a):
     for name, d in (("exact marginal (MALA)", ex.draws["aG"]), ("copyjax SGLD", cx.draws["aG"]),
                     ("devinterp SGLD", dv)):
         s = chains.summarize(d)
-        z = (s["mean"] - ref["mean"]) / np.hypot(s["mcse"], ref["mcse"]) if d is not ex.draws["aG"] else 0.0
-        print(f"| {name} | {s['mean']:.4f} | {s['mcse']:.4f} | {s['sd']:.4f} | {z:+.2f} | "
-              f"{s['sd'] / ref['sd']:.3f} |", flush=True)
+        z = (s.mean - ref.mean) / np.hypot(s.mcse, ref.mcse) if d is not ex.draws["aG"] else 0.0
+        print(f"| {name} | {s.mean:.4f} | {s.mcse:.4f} | {s.sd:.4f} | {z:+.2f} | "
+              f"{s.sd / ref.sd:.3f} |", flush=True)
 
 
 def main(argv=None):

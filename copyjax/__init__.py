@@ -33,14 +33,12 @@ from copyjax.order import (
     sector_order_parameters,
     sign_invariant,
 )
-from copyjax.problem import Problem
 from copyjax.theory import TransitionPoints, minima, theory_curve, transition_points
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Hyper",
-    "Problem",
     "action_from_features",
     "attention",
     "copy_targets",

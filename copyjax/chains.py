@@ -44,15 +44,6 @@ class Samples(NamedTuple):
     nonfinite: np.ndarray
     info: dict
 
-    @property
-    def divergent(self) -> np.ndarray:
-        """Deprecated name of ``nonfinite``."""
-        import warnings
-
-        warnings.warn("Samples.divergent is renamed Samples.nonfinite (non-finite chains, not NUTS "
-                      "divergences)", DeprecationWarning, stacklevel=2)
-        return self.nonfinite
-
 
 def chain_mesh(devices=None) -> Mesh:
     """A 1-d mesh named ``chains`` over the given (default: all) devices."""
@@ -127,28 +118,25 @@ class PositionObserver(NamedTuple):
         return self.fn(position)
 
 
-_LEGACY = ("num_steps", "burn_in", "thin", "devices", "chain_block", "block_draws", "chain_ids")
-
-
 def run_chains(key, spec, init_positions, observe: Callable, data=None, *, schedule: Schedule | None = None,
-               layout: Layout = Layout(), progress: bool = False, desc: str = "chains",
-               **legacy) -> Samples:
+               layout: Layout = Layout(), progress: bool = False, desc: str = "chains") -> Samples:
     """Run ``n_chains`` chains of the sampler ``spec`` builds.
 
     ``spec``: hashable, with ``build(data) -> blackjax SamplingAlgorithm`` and optionally
     ``data_at_step(data, t)`` (the data at step t, e.g. a minibatch shared by all chains) and
-    ``preferred_chain_block``; a plain ``SamplingAlgorithm`` goes through ``run_algorithm``
-    (or ``Fixed``). ``observe(position, data) -> dict`` of scalars, hashable (a
+    ``preferred_chain_block`` (a plain ``SamplingAlgorithm`` goes through ``run_algorithm``
+    or ``Fixed``). ``observe(position, data) -> dict`` of scalars, hashable (a
     ``PositionObserver`` for functions of the position alone). ``data``: a pytree of arrays
     (statistics, step size, ...) that enters the compiled functions as an argument, so a
     sweep over P with fixed shapes compiles once. ``init_positions``: pytree with a leading
     chain axis. ``schedule``: steps, burn-in, thinning (``Schedule``); ``layout``: devices,
     chain blocks, host round trips, chain indices (``Layout``).
-
-    The flat keywords of earlier versions (``num_steps=...``, ``chain_block=...``) and a plain
-    ``SamplingAlgorithm`` with ``observe(position)`` still work with a DeprecationWarning.
     """
-    spec, observe, schedule, layout = _upgrade(spec, observe, data, schedule, layout, legacy)
+    if schedule is None:
+        raise TypeError("run_chains() needs schedule=Schedule(num_steps, burn_in, thin)")
+    if not hasattr(spec, "build"):
+        raise TypeError("spec must have build(data) -> SamplingAlgorithm; for a plain SamplingAlgorithm "
+                        "use run_algorithm (or Fixed(algorithm) with a PositionObserver)")
     n_chains = jax.tree.leaves(init_positions)[0].shape[0]
     check_size("n_chains", n_chains, 1)
     schedule.check()
@@ -218,34 +206,6 @@ def run_algorithm(key, algorithm, init_positions, observe: Callable, *, schedule
     (no data: what the algorithm needs is closed over, so every new algorithm compiles anew)."""
     return run_chains(key, Fixed(algorithm), init_positions, PositionObserver(observe), None,
                       schedule=schedule, layout=layout, progress=progress, desc=desc)
-
-
-def _upgrade(spec, observe, data, schedule, layout, legacy):
-    """The one form from the flat keywords and plain algorithms of earlier versions."""
-    import warnings
-
-    unknown = set(legacy) - set(_LEGACY)
-    if unknown:
-        raise TypeError(f"run_chains() got unexpected keyword arguments {sorted(unknown)}")
-    if legacy:
-        warnings.warn("run_chains(num_steps=..., burn_in=..., thin=..., devices=..., chain_block=..., "
-                      "block_draws=..., chain_ids=...) is deprecated: pass schedule=Schedule(...) and "
-                      "layout=Layout(...)", DeprecationWarning, stacklevel=3)
-        if schedule is not None and any(k in legacy for k in Schedule._fields):
-            raise TypeError("give either schedule= or num_steps/burn_in/thin, not both")
-        if schedule is None:
-            schedule = Schedule(**{k: legacy[k] for k in Schedule._fields if k in legacy})
-        layout = layout._replace(**{k: legacy[k] for k in Layout._fields if k in legacy})
-    if schedule is None:
-        raise TypeError("run_chains() needs schedule=Schedule(num_steps, burn_in, thin)")
-    if not hasattr(spec, "build"):
-        if data is not None:
-            raise TypeError("with data, spec must have build(data) -> SamplingAlgorithm")
-        warnings.warn("run_chains with a plain SamplingAlgorithm is deprecated: use run_algorithm "
-                      "(or run_chains(key, Fixed(algorithm), init, PositionObserver(observe), ...))",
-                      DeprecationWarning, stacklevel=3)
-        spec, observe = Fixed(spec), PositionObserver(observe)
-    return spec, observe, schedule, layout
 
 
 def _data_at_step(algorithm, data, t):

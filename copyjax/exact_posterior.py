@@ -351,7 +351,7 @@ def summarize_exact(run: ExactRun, keys=("c1", "cG", "abs_rho", "loss"), z: floa
     keep = ~np.asarray(smp.nonfinite) & ~run.stuck
     start = run.start
     fams = sign_families(smp.draws, keep)
-    if fams["split"]:
+    if fams.split:
         # distinct, non-switching sign families (large P, linear): the opposite-sign state is
         # metastable with a free-energy cost of ~1e2 nats (theory.linear_family_minima), so
         # the posterior is the same-sign family's; its chains alone enter the summaries

@@ -4,8 +4,8 @@ the theory's posterior form, and one point of the phase diagram hold.
 Frozen dataclasses, read by attribute (``point.exact.cG.mean``). ``to_json()`` gives the
 nested dict the result files hold (the layout of ``points/*.json`` and ``results.json``,
 documented in docs/phase_diagram.md) and ``from_json`` reads it back, so files written by
-earlier versions load unchanged. Item access by name (``summary["mean"]``) still works for
-code written against the dicts these types replace.
+earlier versions load unchanged. A phase-diagram point is ``copyjax.point.Point``: a result
+of each method of its registry.
 """
 from __future__ import annotations
 
@@ -14,23 +14,10 @@ from dataclasses import dataclass, field
 
 
 class _Record:
-    """Name access and JSON for the result dataclasses. Fields that are None and listed in
-    ``_optional`` are left out of the JSON (a method that did not run, a quantity that does
-    not apply)."""
+    """JSON for the result dataclasses. Fields that are None and listed in ``_optional`` are
+    left out of the JSON (a method that did not run, a quantity that does not apply)."""
 
     _optional: tuple = ()
-
-    def __getitem__(self, name: str):
-        if isinstance(name, str) and name in self._names():
-            return getattr(self, name)
-        raise KeyError(name)
-
-    def get(self, name: str, default=None):
-        v = getattr(self, name, None) if name in self._names() else None
-        return default if v is None else v
-
-    def __contains__(self, name) -> bool:
-        return name in self._names() and getattr(self, name) is not None
 
     @classmethod
     def _names(cls) -> tuple:
@@ -314,55 +301,30 @@ class AdamSummary(_Record):
         return cls(**{k: d[k] for k in cls._names()})
 
 
+@dataclass(frozen=True)
+class TheoryForms(_Record):
+    """The reduced theory at a point's P: the MAP and posterior forms (each a ``TheoryForm``)
+    and the joint MAP of (W, G), what Adam converges to. JSON: ``theory_map``,
+    ``theory_posterior``, ``theory_joint_map`` at the point's top level."""
+
+    map: TheoryForm
+    posterior: TheoryForm
+    joint_map: TheoryOP
+
+
+# where SGLD chains start (their index keys the starts' random streams)
 SGLD_STARTS = ("prior", "copy", "exact")
 
 
 @dataclass(frozen=True)
-class PointSummary(_Record):
-    """Everything measured at one (activation, P) of the phase diagram
-    (``experiments.run_point``). Methods that did not run are None (``sgld`` holds the starts
-    that ran). JSON: the SGLD summaries as ``sgld_<start>``."""
+class SGLDRuns(_Record):
+    """SGLD at a point: the step size and a ``SGLDSummary`` per start that ran (none with no
+    chains). JSON: ``step_size`` and ``sgld_<start>`` at the point's top level."""
 
-    activation: str
-    P: int
-    theory_map: TheoryForm
-    theory_posterior: TheoryForm
-    theory_joint_map: TheoryOP
-    theory_posterior_sampled: OPSummary | None = None
-    exact: ExactSummary | None = None
-    exact_free_energy: PhaseWeights | None = None
-    step_size: float | None = None
-    sgld: dict = field(default_factory=dict)
-    adam_global: AdamSummary | None = None
-    wall_s_by_part: dict | None = None
-    wall_s: float | None = None
-    config_hash: str | None = None
-
-    _optional = ("theory_posterior_sampled", "exact", "exact_free_energy", "step_size", "adam_global",
-                 "wall_s_by_part", "wall_s", "config_hash")
-
-    def to_json(self) -> dict:
-        d = super().to_json()
-        sgld = d.pop("sgld")
-        order = list(d)
-        at = order.index("adam_global") if "adam_global" in d else len(order)
-        items = list(d.items())
-        return dict(items[:at] + [(f"sgld_{s}", sgld[s]) for s in sgld] + items[at:])
-
-    @classmethod
-    def from_json(cls, d: dict) -> "PointSummary":
-        return cls(d["activation"], d["P"], TheoryForm.from_json(d["theory_map"]),
-                   TheoryForm.from_json(d["theory_posterior"]), TheoryOP.from_json(d["theory_joint_map"]),
-                   _maybe(OPSummary, d.get("theory_posterior_sampled")), _maybe(ExactSummary, d.get("exact")),
-                   _maybe(PhaseWeights, d.get("exact_free_energy")), d.get("step_size"),
-                   {s: SGLDSummary.from_json(d[f"sgld_{s}"]) for s in SGLD_STARTS if f"sgld_{s}" in d},
-                   _maybe(AdamSummary, d.get("adam_global")), d.get("wall_s_by_part"), d.get("wall_s"),
-                   d.get("config_hash"))
-
-    def replace(self, **changes) -> "PointSummary":
-        return dataclasses.replace(self, **changes)
+    step_size: float
+    starts: dict = field(default_factory=dict)
 
 
 __all__ = ["AdamSummary", "Estimate", "EXACT_OBSERVABLES", "ExactStat", "ExactSummary", "FamilyMeans",
-           "OP_OBSERVABLES", "OPStat", "OPSummary", "PhaseWeights", "PointSummary", "SGLDSummary", "SGLD_STARTS",
-           "SignFamilies", "Summary", "TheoryForm", "TheoryOP"]
+           "OP_OBSERVABLES", "OPStat", "OPSummary", "PhaseWeights", "SGLDRuns", "SGLDSummary", "SGLD_STARTS",
+           "SignFamilies", "Summary", "TheoryForm", "TheoryForms", "TheoryOP"]

@@ -393,8 +393,7 @@ def _linear_transitions(L, V, hyper, form, P_lo, P_hi):
 class TransitionPoints(NamedTuple):
     """Transition points of the reduced theory at (L, V) (``transition_points``); a field is
     None where it does not apply (the other activation's points, a transition that does
-    not happen). ``tp["P_star"]`` and ``tp.get("P_star")`` still work as on the dicts of
-    earlier versions (prefer ``tp.P_star``); ``as_dict()`` for JSON."""
+    not happen). ``as_dict()`` for JSON."""
 
     L: int
     V: int
@@ -411,13 +410,6 @@ class TransitionPoints(NamedTuple):
     P_cross: float | None = None  # linear: c_G = c_1 along the global minimum
     onset_direction: list | None = None  # linear: unit (c_1, c_G) of the unstable mode
     pooling_first: bool | None = None  # linear: the onset mode is mostly c_1
-
-    def __getitem__(self, key):
-        return getattr(self, key) if isinstance(key, str) else tuple.__getitem__(self, key)
-
-    def get(self, key: str, default=None):
-        value = getattr(self, key, None)
-        return default if value is None else value
 
     def as_dict(self) -> dict:
         return dict(self._asdict())
@@ -442,8 +434,8 @@ def transition_points(L: int, V: int, activation: str, hyper: Hyper | None = Non
         if activation == "softmax" and form == "posterior":
             # Bracket by the MAP transition (cheap), widened; keeps the mean-field grid fine.
             ref = transition_points(L, V, activation, hyper, "map")
-            lo = ref["P_spinodal_low"] or ref.get("P_steepest") or L
-            hi = ref["P_spinodal_high"] or ref.get("P_steepest") or L
+            lo = ref.P_spinodal_low or ref.P_steepest or L
+            hi = ref.P_spinodal_high or ref.P_steepest or L
             P_range = (lo / 8, hi * 8)
         else:
             P_range = (1.0, 1e4 * L * V * max(1.0, math.log(L)) ** 2)
@@ -457,7 +449,7 @@ def transition_points(L: int, V: int, activation: str, hyper: Hyper | None = Non
     return TransitionPoints(L=L, V=V, activation=activation, form=form, hyper=tuple(map(float, hyper)), **out)
 
 
-__all__ = ["check_form", "check_P", "check_P_grid", "FORMS", "gamma_grid", "law_for", "least_squares",
+__all__ = ["FORMS", "gamma_grid", "least_squares",
            "linear_family_minima", "linear_hessian_at_zero", "linear_minima", "minima", "Minimum",
            "minimum_loss", "minimum_scalars", "softmax_map_minima", "softmax_mf_minima", "theory_curve",
            "transition_points", "TransitionPoints"]

@@ -218,7 +218,7 @@ def main(argv=None) -> int:
                       f"minima at a_G {', '.join(f'{m:.3f}' for m in r['minima_op'])}, barrier {r['barrier']:.1f} nats "
                       f"({r['wall_s']:.0f} s){th}", flush=True)
 
-    from copyjax import plotting
+    from copyjax.plots import free_energy as plotting
 
     if linear:
         per_seed = {}

@@ -19,7 +19,7 @@ a = ap.parse_args()
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import numpy as np  # noqa: E402
 
-from copyjax.plotting import free_energy_vs_L  # noqa: E402
+from copyjax.plots.free_energy import free_energy_vs_L  # noqa: E402
 
 rows = []
 for d in a.runs:

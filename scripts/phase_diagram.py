@@ -28,17 +28,12 @@ PRESETS = {
 
 
 def write_netcdf(arr: dict, base: str, attrs: dict) -> None:
-    """The point's chains as ArviZ netCDF files, one per sampler family present:
-    ``{base}_exact.nc``, ``{base}_sgld_{start}.nc``, ``{base}_op.nc`` (``copyjax.io``)."""
-    import numpy as np
+    """The point's chains as ArviZ netCDF files, one per sampler family present
+    (``copyjax.point.chains``: ``{base}_exact.nc``, ``{base}_op.nc``, ``{base}_sgld_{start}.nc``)."""
+    from copyjax import io, point
 
-    from copyjax import experiments as E, io
-
-    for family in ["exact", "op"] + [f"sgld_{s}" for s in SGLD_STARTS]:
-        draws = {k: arr[f"{family}_{k}"] for k in E.OBS_KEYS
-                 if f"{family}_{k}" in arr and np.ndim(arr[f"{family}_{k}"]) == 2}
-        if draws:
-            io.write_netcdf(io.to_inference_data(draws, attrs=attrs | {"sampler": family}), f"{base}_{family}.nc")
+    for family, draws in point.chains(arr).items():
+        io.write_netcdf(io.to_inference_data(draws, attrs=attrs | {"sampler": family}), f"{base}_{family}.nc")
 
 
 def parser():
@@ -83,6 +78,9 @@ def parser():
                          "same data (copyjax.free_energy; about 3 min per such point at L = 64 on 2 cores)")
     ap.add_argument("--free-energy-steps", type=positive_int("--free-energy-steps"), default=900,
                     help="MALA steps per umbrella window with --free-energy")
+    ap.add_argument("--exact-map-steps", type=nonneg_int("--exact-map-steps"), default=0,
+                    help="Adam steps on -log p(G | data) from a prior and a copy start: the exact posterior's "
+                         "MAP of G (copyjax.point.exact_map; 0: none)")
     ap.add_argument("--sgld-starts", nargs="+", choices=SGLD_STARTS,
                     help="where SGLD chains start: prior draws (relaxation from the prior), exact "
                          "joint draws of (W, G) (needs exact chains), the copy pattern (hysteresis); "
@@ -143,6 +141,8 @@ def build_config(a, ap):
         cfg["batch_layout"] = a.batch_layout
     if a.free_energy:  # only when asked: configurations of earlier runs keep their hash
         cfg["free_energy"] = {"steps": a.free_energy_steps}
+    if a.exact_map_steps:  # likewise
+        cfg["exact_map_steps"] = a.exact_map_steps
     return cfg
 
 
@@ -181,7 +181,8 @@ def main(argv=None):
     jax.config.update("jax_enable_x64", True)  # theory in float64; chains stay float32
     enable_compile_cache(a)
     import copyjax as cj
-    from copyjax import experiments as E, plotting, results
+    from copyjax import point as PT, results
+    from copyjax.plots import phase_diagram as figures
 
     cfg_file = os.path.join(out, "config.json")
     if os.path.exists(cfg_file):
@@ -226,7 +227,7 @@ def main(argv=None):
     jobs = [(act, int(P), i) for act in cfg["activations"] for i, P in enumerate(Ps)]
     reused = 0
     for act, P, i in tqdm(jobs, desc="phase diagram", unit="point", disable=a.no_progress):
-        s, arr, was = E.load_or_run_point(cfg, out, act, P, i, progress=not a.no_progress)
+        s, arr, was = PT.load_or_run_point(cfg, out, act, P, i, progress=not a.no_progress)
         reused += was
         points.append(s)
         arrays[(act, P)] = arr
@@ -254,17 +255,9 @@ def main(argv=None):
     results.write_json(os.path.join(out, "results.json"), res)
     flat = {f"{act}_P{P}_{k}": v for (act, P), arr in arrays.items() for k, v in arr.items()}
     results.atomic_savez(os.path.join(out, "results.npz"), **flat)
-    results.write_csv(os.path.join(out, "summary.csv"), E.CSV_COLUMNS, [E.csv_row(p) for p in points])
-    figs = []
-    res = res | {"points": points}  # the figures read the typed points (schema.PointSummary)
-    figs += plotting.order_parameters(res, out)
-    figs += plotting.losses(res, out)
-    if cfg["exact_chains"]:
-        figs += plotting.histograms(res, arrays, out)
-    if cfg["chains"]:
-        figs += plotting.coverage(res, out)
-    if cfg["adam_seeds"]:
-        figs += plotting.adam_curves(res, arrays, out)
+    results.write_csv(os.path.join(out, "summary.csv"), PT.csv_columns(), [PT.csv_row(p) for p in points])
+    # the figures read the typed points (copyjax.point.Point)
+    figs = figures.figures(res | {"points": points}, arrays, out)
 
     print(f"\ncopyjax phase diagram, L={a.L}, V={a.V}: {len(points)} points "
           f"({reused} reused) in {res['wall_s_total']:.0f} s -> {out}")
@@ -279,7 +272,7 @@ def main(argv=None):
         print("  joint MAP of (W, G), what Adam maximises: " + ", ".join(
             f"{k} = {v:.0f}" for k, v in j.items() if isinstance(v, float)))
         for p in [q for q in points if q.activation == act]:
-            print("    " + E.point_line(p))
+            print("    " + PT.point_line(p))
     print("  figures: " + ", ".join(os.path.basename(f) for f in figs if f.endswith(".png")))
     return 0
 

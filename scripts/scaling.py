@@ -59,8 +59,8 @@ def main(argv=None):
                    if "linear" in a.activations else none("linear"))
             rows.append({"L": L, "V": V, "P_star": s.P_star, "first_order": s.first_order,
                          "P_steepest": s.P_steepest, "P_onset": lin.P_onset, "P_cross": lin.P_cross})
-            print(f"L={L:4d} V={V:3d}  softmax P*={s['P_star'] or float('nan'):10.1f}  "
-                  f"linear P_1={lin['P_onset'] or float('nan'):10.1f}  P_x={lin['P_cross'] or float('nan'):10.1f}",
+            print(f"L={L:4d} V={V:3d}  softmax P*={s.P_star or float('nan'):10.1f}  "
+                  f"linear P_1={lin.P_onset or float('nan'):10.1f}  P_x={lin.P_cross or float('nan'):10.1f}",
                   flush=True)
     fits = {}
     for V in a.Vs:

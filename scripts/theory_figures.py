@@ -57,7 +57,7 @@ def main(argv=None):
         ap.error(f"--out {out!r} is not writable: {e}")
 
     if a.replot:
-        from copyjax import plotting
+        from copyjax.plots import theory as plotting
 
         from copyjax.results import read_json
 
@@ -76,7 +76,7 @@ def main(argv=None):
 
     import copyjax as cj
     from copyjax import op_posterior as O
-    from copyjax import plotting
+    from copyjax.plots import theory as plotting
     from copyjax.results import RECORDED_PACKAGES, package_versions, write_json
 
     L, V, t0 = a.L, a.V, time.time()

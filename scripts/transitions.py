@@ -32,10 +32,10 @@ def main(argv=None):
             s = cj.transition_points(L, V, "softmax", form=form)
             lin = cj.transition_points(L, V, "linear", form=form)
             rows.append({"softmax": s.as_dict(), "linear": lin.as_dict()})
-            jump = "-" if not s["first_order"] else f"{s['aG_jump']:.3f}"
-            print(f"| {L} | {V} | {form} | {fmt(s['P_star'])} | {fmt(s['P_spinodal_low'])}-"
-                  f"{fmt(s['P_spinodal_high'])} | {jump} | {fmt(lin['P_onset'])} | "
-                  f"{fmt(lin['P_cross'])} |", flush=True)
+            jump = "-" if not s.first_order else f"{s.aG_jump:.3f}"
+            print(f"| {L} | {V} | {form} | {fmt(s.P_star)} | {fmt(s.P_spinodal_low)}-"
+                  f"{fmt(s.P_spinodal_high)} | {jump} | {fmt(lin.P_onset)} | "
+                  f"{fmt(lin.P_cross)} |", flush=True)
     if a.json:
         write_json(a.json, rows)
 

@@ -24,7 +24,7 @@ def test_docs_list_each_modules_public_api():
 
 def test_importing_copyjax_leaves_the_samplers_unloaded():
     # `import copyjax` (every script's first step) loads the theory, not blackjax and the chain
-    # driver: copyjax.Problem imports op_posterior only when sampling
+    # driver (op_posterior is imported by whoever samples)
     import subprocess
     import sys
 

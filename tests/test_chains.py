@@ -79,9 +79,7 @@ def test_nonfinite_chain_is_flagged_and_excluded():
                         lambda x: {"x": x[1]}, schedule=C.Schedule(20))
     assert s.nonfinite.tolist() == [False, True]
     summ = C.summarize(s.draws["x"], s.nonfinite)
-    assert summ["n_excluded"] == 1 and np.isfinite(summ["mean"])
-    with pytest.warns(DeprecationWarning, match="nonfinite"):  # the old name still works
-        assert s.divergent.tolist() == [False, True]
+    assert summ.n_excluded == 1 and np.isfinite(summ.mean)
 
 
 @pytest.mark.parametrize(
@@ -103,24 +101,23 @@ def test_bad_run_arguments(kwargs, name):
                         lambda x: {"x": x[0]}, **kwargs)
 
 
-def test_deprecated_flat_form_gives_the_same_draws():
-    # the form of earlier versions (flat keywords, plain algorithm, observe(position)) still
-    # runs, warns, and is the same run as the grouped form
+def test_run_chains_takes_one_form():
+    # the flat keywords and plain algorithms of earlier versions were removed (CHANGELOG, 0.2.0):
+    # they are refused with the form to use, and run_algorithm is run_chains on Fixed
     h, toks, st, init = small()
     alg = S.sgld(st, h, "linear", 1e-3)
     obs = lambda p: {"g": p.G[0, 1]}
     new = C.run_algorithm(jax.random.key(3), alg, init, obs, schedule=C.Schedule(12, 4, 2),
                           layout=C.Layout(chain_block=2))
-    with pytest.warns(DeprecationWarning) as record:
-        old = C.run_chains(jax.random.key(3), alg, init, obs, num_steps=12, burn_in=4, thin=2, chain_block=2)
-    said = " ".join(str(w.message) for w in record)
-    assert "schedule=Schedule" in said and "run_algorithm" in said
-    np.testing.assert_array_equal(new.draws["g"], old.draws["g"])
+    same = C.run_chains(jax.random.key(3), C.Fixed(alg), init, C.PositionObserver(obs), schedule=C.Schedule(12, 4, 2),
+                        layout=C.Layout(chain_block=2))
+    np.testing.assert_array_equal(new.draws["g"], same.draws["g"])
+    with pytest.raises(TypeError, match="run_algorithm"):
+        C.run_chains(jax.random.key(3), alg, init, obs, schedule=C.Schedule(12, 4, 2))
     with pytest.raises(TypeError, match="schedule"):
         C.run_chains(jax.random.key(3), C.Fixed(alg), init, C.PositionObserver(obs))
-    with pytest.raises(TypeError, match="unexpected"):
-        C.run_chains(jax.random.key(3), C.Fixed(alg), init, C.PositionObserver(obs),
-                     schedule=C.Schedule(2), num_step=3)
+    with pytest.raises(TypeError, match="num_steps"):
+        C.run_chains(jax.random.key(3), C.Fixed(alg), init, C.PositionObserver(obs), num_steps=12)
 
 
 def test_rerunning_a_plain_algorithm_compiles_once():

@@ -21,7 +21,7 @@ def _table_defaults():
 def test_phase_diagram_option_table_matches_the_code():
     sys.path.insert(0, str(ROOT / "scripts"))
     import phase_diagram as pd
-    from copyjax.experiments import DEFAULT_EXACT_STEPS
+    from copyjax.point.exact_chains import DEFAULT_EXACT_STEPS
 
     d = pd.PRESETS["default"]
     ap = pd.parser()
@@ -36,7 +36,17 @@ def test_phase_diagram_option_table_matches_the_code():
     assert t[("--P-min", "--P-max", "--n-P")] == f"from theory, {d['n_P']}"
     assert t[("--free-energy", "--free-energy-steps")] == f"off, {default('--free-energy-steps')}"
     assert t[("--seed",)] == str(default("--seed"))
+    assert t[("--exact-map-steps",)] == str(default("--exact-map-steps"))
     assert "default 32" not in (ROOT / "docs" / "phase_diagram.md").read_text()
+
+
+def test_summary_csv_table_lists_the_columns_in_the_writers_order():
+    # the table of docs/phase_diagram.md, "Outputs and resuming", is what copyjax.point writes
+    from copyjax.point import csv_columns
+
+    text = (ROOT / "docs" / "phase_diagram.md").read_text().split("| column | meaning |", 1)[1].split("\n\n", 1)[0]
+    listed = [c for line in text.splitlines()[2:] for c in re.findall(r"`([a-zA-Z0-9_]+)`", line.split("|")[1])]
+    assert listed == list(csv_columns())
 
 
 def test_readme_quick_start_is_two_commands_and_ci_runs_the_second():

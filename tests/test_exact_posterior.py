@@ -25,10 +25,10 @@ def test_adaptive_mala_samples_a_badly_scaled_gaussian():
                         schedule=C.Schedule(2500, 500, 2))
     for k, m, d in (("a", 1.0, 1.0), ("b", -2.0, 0.1)):
         summ = C.summarize(s.draws[k])
-        assert summ["ess"] > 400, summ
+        assert summ.ess > 400, summ
         # 4 Monte Carlo standard errors of the mean; the sd within 4 of its own (~ sd / sqrt(2 ESS))
-        assert abs(summ["mean"] - m) < 4 * d / np.sqrt(summ["ess"]), (k, summ)
-        assert abs(summ["sd"] - d) < 4 * d / np.sqrt(2 * summ["ess"]), (k, summ)
+        assert abs(summ.mean - m) < 4 * d / np.sqrt(summ.ess), (k, summ)
+        assert abs(summ.sd - d) < 4 * d / np.sqrt(2 * summ.ess), (k, summ)
     acc = s.info["acceptance_rate"]
     assert np.all((acc > 0.4) & (acc < 0.8)), acc  # dual averaging targets 0.57
 
@@ -86,17 +86,17 @@ def test_exact_sampler_matches_fixed_step_mala(act):
     st = cj.sufficient_stats(cj.sample_tokens(jax.random.key(3), P, L, V), V).astype(jnp.float64)
     run = X.sample_exact_posterior(jax.random.key(4), st, h, act, n_chains=32, num_steps=1500, thin=5)
     summ = X.summarize_exact(run)
-    assert summ["n_stuck"] == 0 and not summ["branches_disagree"]
-    assert summ["cG"]["rhat"] < 1.05 and summ["cG"]["nested_rhat"] < 1.05
+    assert summ.n_stuck == 0 and not summ.branches_disagree
+    assert summ.cG.rhat < 1.05 and summ.cG.nested_rhat < 1.05
     eps = 0.2 * float(np.median(run.step_size))
     G0 = jnp.sqrt(h.sigma_g2) * jax.random.normal(jax.random.key(5), (64, L, L))
     obs = lambda G: cj.reported_order_parameters(cj.attention(G, act), act)
     ref = C.run_algorithm(jax.random.key(6), S.mala_marginal(st, h, act, 5 * eps), G0, obs,
                           schedule=C.Schedule(3000, 1000, 10))
     b = C.summarize(ref.draws["cG"])
-    a = summ["cG"]
-    assert abs(a["mean"] - b["mean"]) < 4 * np.hypot(a["mcse"], b["mcse"]), (a, b)
-    assert summ["acceptance_mean"] > 0.4
+    a = summ.cG
+    assert abs(a.mean - b.mean) < 4 * np.hypot(a.mcse, b.mcse), (a, b)
+    assert summ.acceptance_mean > 0.4
     chex.assert_shape(run.samples.draws["cG"], (32, 200))  # (chain, draw): (1500 - 500) / 5
 
 
@@ -108,12 +108,12 @@ def test_two_phases_are_reported_as_two_branches():
     run = X.sample_exact_posterior(jax.random.key(1), st, h, "softmax", n_chains=8, num_steps=240,
                                    thin=4, warmup_steps=150)
     summ = X.summarize_exact(run)
-    c = summ["cG"]
-    assert summ["branches_disagree"], c
+    c = summ.cG
+    assert summ.branches_disagree, c
     # one phase would give a family gap ~ N(0, gap_se); two phases put it 7-10 gap_se apart
     # here (4 chains per family, the between-chain spread inside each phase sets gap_se)
-    assert c["copy"]["mean"] - c["prior"]["mean"] > 5 * c["gap_se"] and c["nested_rhat"] > 1.05
-    assert c["prior"]["mean"] < 0.03 < c["copy"]["mean"]
+    assert c.copy.mean - c.prior.mean > 5 * c.gap_se and c.nested_rhat > 1.05
+    assert c.prior.mean < 0.03 < c.copy.mean
 
 
 def test_sign_families():
@@ -124,14 +124,14 @@ def test_sign_families():
     draws = {"family": fam, "abs_rho": rho, "cG": 0.6 + 0 * rho, "c1": rho, "logdensity": rho}
     keep = np.ones(4, bool)
     out = X.sign_families(draws, keep)
-    assert out["split"] and out["same"]["n"] == 2 and out["opposite"]["n"] == 2
-    np.testing.assert_allclose(out["abs_rho"], 0.9, atol=0.01)
+    assert out.split and out.same.n == 2 and out.opposite.n == 2
+    np.testing.assert_allclose(out.abs_rho, 0.9, atol=0.01)
     # chains that switch family: pooled
     fam2 = fam.copy()
     fam2[0, :10] = -1.0
     out = X.sign_families(dict(draws, family=fam2), keep)
-    assert not out["split"]
-    np.testing.assert_allclose(out["abs_rho"], rho.mean())
+    assert not out.split
+    np.testing.assert_allclose(out.abs_rho, rho.mean())
 
 
 @pytest.mark.parametrize("kwargs, name", [

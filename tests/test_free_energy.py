@@ -86,10 +86,10 @@ def test_umbrella_mean_equals_plain_chains_where_they_mix():
     assert float(rec.result.grad_norm) < 1e-8
     pr = FE.profile(rec, run, 0, np.linspace(-0.2, 1.0, 40), 0.3, coordinate="op")
     plain = X.sample_exact_posterior(jax.random.key(7), stats, h, act, n_chains=16, num_steps=1500, thin=5)
-    s = X.summarize_exact(plain, ("cG",))["cG"]
-    assert s["rhat"] < 1.05
-    se = np.hypot(pr.mean_sd, s["mcse"])
-    assert abs(pr.mean - s["mean"]) < 4 * se, (pr.mean, pr.mean_sd, s["mean"], s["mcse"])
+    s = X.summarize_exact(plain, ("cG",)).cG
+    assert s.rhat < 1.05
+    se = np.hypot(pr.mean_sd, s.mcse)
+    assert abs(pr.mean - s.mean) < 4 * se, (pr.mean, pr.mean_sd, s.mean, s.mcse)
     assert len(pr.minima) == 1
 
     # The width of the posterior is what a mismatch between the bias the chains sampled and
@@ -148,11 +148,11 @@ def test_linear_umbrella_on_rho_gives_the_plain_chains_moments():
     # in sign: the opposite family has no draws and weight 0
     assert np.all(rec.family == 1) and pr.weights.tolist() == [0.0, 1.0] and pr.log_ratio == np.inf
     plain = X.sample_exact_posterior(jax.random.key(10), stats, h, act, n_chains=16, num_steps=1500, thin=5)
-    s = X.summarize_exact(plain, ("cG", "abs_rho"))["abs_rho"]
-    assert s["rhat"] < 1.05
-    assert abs(pr.mean - s["mean"]) < 4 * np.hypot(pr.mean_sd, s["mcse"]), (pr.mean, pr.mean_sd, s)
-    var_plain = s["sd"] ** 2
-    var_se = var_plain * np.sqrt(2.0 / s["ess"])
+    s = X.summarize_exact(plain, ("cG", "abs_rho")).abs_rho
+    assert s.rhat < 1.05
+    assert abs(pr.mean - s.mean) < 4 * np.hypot(pr.mean_sd, s.mcse), (pr.mean, pr.mean_sd, s)
+    var_plain = s.sd ** 2
+    var_se = var_plain * np.sqrt(2.0 / s.ess)
     assert pr.var_sd > 0
     assert abs(pr.var - var_plain) < 4 * np.hypot(pr.var_sd, var_se), (pr.var, pr.var_sd, var_plain, var_se)
     assert pr.weights.sum() == pytest.approx(1.0, abs=1e-9)

@@ -30,10 +30,10 @@ def test_linear_op_sampler_matches_mala_on_G_at_expected_stats():
                         init, _sign_fixed, schedule=C.Schedule(4000, 1000, 10))
     for k in ("c1", "cG"):
         a, b = C.summarize(op.draws[k]), C.summarize(g.draws[k])
-        assert a["rhat"] < 1.05 and b["rhat"] < 1.05, (k, a, b)
+        assert a.rhat < 1.05 and b.rhat < 1.05, (k, a, b)
         # Means agree within 4 combined Monte Carlo standard errors; sds within 10 %.
-        assert abs(a["mean"] - b["mean"]) < 4 * np.hypot(a["mcse"], b["mcse"]), (k, a, b)
-        assert abs(a["sd"] - b["sd"]) < 0.1 * b["sd"], (k, a, b)
+        assert abs(a.mean - b.mean) < 4 * np.hypot(a.mcse, b.mcse), (k, a, b)
+        assert abs(a.sd - b.sd) < 0.1 * b.sd, (k, a, b)
     assert op.weights.tolist() == [1.0] and op.divergent.sum() == 0
 
 
@@ -56,9 +56,9 @@ def test_softmax_op_sampler_matches_quadrature_of_its_density():
     mean = float(np.sum(w * aG))
     sd_q = float(np.sqrt(np.sum(w * (np.asarray(aG) - mean) ** 2)))
     s = C.summarize(op.draws["cG"])
-    assert s["rhat"] < 1.05
-    assert abs(s["mean"] - mean) < 4 * s["mcse"], (s, mean)
-    assert abs(s["sd"] - sd_q) < 0.1 * sd_q, (s, sd_q)
+    assert s.rhat < 1.05
+    assert abs(s.mean - mean) < 4 * s.mcse, (s, mean)
+    assert abs(s.sd - sd_q) < 0.1 * sd_q, (s, sd_q)
     np.testing.assert_allclose(op.draws["c1"] + op.draws["cG"], 1.0, atol=1e-12)
 
 

@@ -64,9 +64,9 @@ def test_end_to_end_writes_results_and_plots(first_run):
     import csv
 
     rows = list(csv.DictReader(Path(os.path.join(out, "summary.csv")).read_text().splitlines()))
-    from copyjax.experiments import CSV_COLUMNS
+    from copyjax.point import csv_columns
 
-    assert tuple(rows[0]) == CSV_COLUMNS and len(rows) == 2
+    assert tuple(rows[0]) == csv_columns() and len(rows) == 2
     assert rows[0]["exact_branches_disagree"] in ("true", "false")
     if rows[0]["exact_branches_disagree"] == "false":
         assert abs(float(rows[0]["exact_cG"]) - p["exact"]["cG"]["mean"]) < 1e-12
@@ -138,7 +138,7 @@ def test_free_energy_weighs_the_phases_where_the_start_families_disagree(monkeyp
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    from copyjax import exact_posterior, experiments as E
+    from copyjax import exact_posterior, point as PT
 
     real = exact_posterior.summarize_exact
     monkeypatch.setattr(exact_posterior, "summarize_exact",
@@ -148,17 +148,17 @@ def test_free_energy_weighs_the_phases_where_the_start_families_disagree(monkeyp
            "exact_warmup": 20, "sgld_starts": ["prior"], "adam_lr": 2e-2, "adam_rtol": 1e-3, "beta": 1.0,
            "sigma_w2": 1.0, "sigma_g2": {"softmax": 1.0, "linear": 0.25}, "seed": 0, "test_P": 200,
            "free_energy": {"steps": 90}}
-    s, arrays = E.run_point(cfg, "softmax", 40, 0)
-    fe = s.exact_free_energy
+    s, arrays = PT.run_point(cfg, "softmax", 40, 0)
+    fe = s.free_energy
     assert 0.0 <= fe.cG.mean <= 1.0 and fe.cG.mcse > 0 and fe.cG.sd > 0
     assert 0.0 <= fe.copy_weight <= 1.0
     assert arrays["fe_F"].shape == (arrays["fe_edges"].size - 1,)
-    row = dict(zip(E.CSV_COLUMNS, E.csv_row(s)))
+    row = dict(zip(PT.csv_columns(), PT.csv_row(s)))
     assert row["exact_fe_cG"] == fe.cG.mean and row["exact_fe_copy_weight"] == fe.copy_weight
     # the typed point survives its JSON (compared as JSON text: NaN != NaN, e.g. no barrier)
     text = json.dumps(s.to_json())
     assert json.dumps(type(s).from_json(json.loads(text)).to_json()) == text
-    assert "free energy (MBAR)" in E.point_line(s)
+    assert "free energy (MBAR)" in PT.point_line(s)
 
 
 def test_a_one_point_grid_draws_its_theory_lines():

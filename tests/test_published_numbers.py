@@ -41,15 +41,14 @@ def test_linear_posterior_form_table(L, V):
 
 
 def test_softmax_posterior_form_at_64_32_and_the_readme_comments():
-    """The README: ``prob.transition_points("posterior").P_star  # 4225`` and
-    ``prob.minima(5000, "posterior")  # two minima (a_G 0.002, 0.539): coexistence``
-    (about 100 s: the mean-field bisection)."""
-    prob = cj.Problem.make(64, 32, "softmax")
-    tp = prob.transition_points("posterior")
+    """The README: ``cj.transition_points(64, 32, "softmax", form="posterior").P_star  # 4225``
+    and ``cj.minima(5000, 64, 32, "softmax", form="posterior")  # two minima (a_G 0.002,
+    0.539): coexistence`` (about 100 s: the mean-field bisection)."""
+    tp = cj.transition_points(64, 32, "softmax", form="posterior")
     P_star, (lo, hi), jump, _, _ = TABLE[(64, 32, "posterior")]
     assert near(tp.P_star, P_star) and near(tp.P_spinodal_low, lo) and near(tp.P_spinodal_high, hi), tp
     assert near(tp.aG_jump, jump, 5e-4), tp
-    ms = prob.minima(5000, "posterior")
+    ms = cj.minima(5000, 64, 32, "softmax", form="posterior")
     assert len(ms) == 2 and abs(ms[0].cG - 0.002) <= 5e-4 and abs(ms[1].cG - 0.539) <= 5e-4, ms
 
 

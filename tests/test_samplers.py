@@ -59,10 +59,10 @@ def test_sgld_on_network_matches_exact_marginal():
                          lambda G: {"cG": cj.order_parameters(cj.attention(G, act))[1]},
                          schedule=C.Schedule(3000, 1000, 20))
     a, b = C.summarize(s1.draws["cG"]), C.summarize(s2.draws["cG"])
-    assert a["n_excluded"] == 0 and b["rhat"] < 1.05
-    tol = 4 * np.hypot(a["mcse"], b["mcse"]) + 0.01
-    assert abs(a["mean"] - b["mean"]) < tol, (a, b)
-    assert abs(a["sd"] - b["sd"]) < 0.1 * b["sd"] + 0.01
+    assert a.n_excluded == 0 and b.rhat < 1.05
+    tol = 4 * np.hypot(a.mcse, b.mcse) + 0.01
+    assert abs(a.mean - b.mean) < tol, (a, b)
+    assert abs(a.sd - b.sd) < 0.1 * b.sd + 0.01
 
 
 def test_bad_sampler_arguments():

@@ -1,5 +1,5 @@
-"""The typed results (copyjax.schema): JSON round trips, name access for dict-era code, files
-written before the schema."""
+"""The typed results (copyjax.schema, copyjax.point.Point): JSON round trips in the file layout,
+files written before the schema."""
 import json
 import math
 
@@ -15,12 +15,11 @@ def _summary(seed=0):
     return C.summarize(x)
 
 
-def test_summarize_returns_a_typed_summary_with_name_access():
+def test_summarize_returns_a_typed_summary():
     s = _summary()
     assert isinstance(s, SC.Summary)
-    assert s["mean"] == s.mean and s.get("rhat") == s.rhat and "ess" in s
-    with pytest.raises(KeyError):
-        s["median"]
+    with pytest.raises(TypeError):  # dict-era name access was removed (CHANGELOG 0.2.0)
+        s["mean"]
     # |mean| of 200 standard normal draws: within 5 standard errors (0.35) of 0
     assert abs(s.mean) < 5 / math.sqrt(200) and s.n_chains == 4 and s.n_excluded == 0
     assert SC.Summary.from_json(json.loads(json.dumps(s.to_json()))) == s
@@ -35,21 +34,27 @@ def test_point_summary_round_trip_and_sgld_keys():
     exact = SC.ExactSummary(4, 0, 0, [0.5] * 4, [1e-3] * 4, 0.5, False, SC.SignFamilies(fam, none, False, 0.5), 4,
                             c1=ex, cG=ex, loss=ex)
     th = SC.TheoryForm(SC.TheoryOP(0.4, 0.6, 1.0, loss=0.2), [SC.TheoryOP(0.4, 0.6, 1.0, action=-3.0)], False)
-    p = SC.PointSummary("softmax", 100, th, th, SC.TheoryOP(0.3, 0.7, 1.0, loss=0.1),
-                        theory_posterior_sampled=SC.OPSummary([1.0], 0, 0.9, c1=op, cG=op, loss=op),
-                        exact=exact, sgld={"prior": SC.SGLDSummary(s, s, s, s, s, test_loss=None)},
-                        adam_global=SC.AdamSummary(2, 4, 0.3, 0.7, 1.0, 0.1, 0.9, 0.12))
+    from copyjax.point import Point
+
+    p = Point("softmax", 100, {
+        "theory": SC.TheoryForms(th, th, SC.TheoryOP(0.3, 0.7, 1.0, loss=0.1)),
+        "op_nuts": SC.OPSummary([1.0], 0, 0.9, c1=op, cG=op, loss=op), "exact": exact, "free_energy": None,
+        "sgld": SC.SGLDRuns(1e-3, {"prior": SC.SGLDSummary(s, s, s, s, s, test_loss=None)}),
+        "adam": SC.AdamSummary(2, 4, 0.3, 0.7, 1.0, 0.1, 0.9, 0.12)})
     d = json.loads(json.dumps(p.to_json()))
     # the file layout: SGLD starts as sgld_<start>, the theory minimum under "global", methods
     # that did not run and quantities that do not apply left out
-    assert "sgld_prior" in d and "sgld" not in d and "exact_free_energy" not in d
+    assert "sgld_prior" in d and "sgld" not in d and "exact_free_energy" not in d and d["step_size"] == 1e-3
     assert d["theory_map"]["global"] == {"c1": 0.4, "cG": 0.6, "abs_rho": 1.0, "loss": 0.2}
     assert "abs_rho" not in d["exact"] and d["exact"]["cG"]["prior"]["n_chains"] == 4
-    back = SC.PointSummary.from_json(d)
+    assert list(d) == ["activation", "P", "theory_map", "theory_posterior", "theory_joint_map",
+                       "theory_posterior_sampled", "exact", "step_size", "sgld_prior", "adam_global"]
+    back = Point.from_json(d)
     assert back == p
-    assert back.exact.cG.copy.mean == p.exact.cG.copy.mean and back.sgld["prior"].test_loss is None
-    # dict-era access still reads the same numbers
-    assert p.exact["cG"]["prior"]["mean"] == p.exact.cG.prior.mean
+    assert back.exact.cG.copy.mean == p.exact.cG.copy.mean and back.sgld.starts["prior"].test_loss is None
+    assert back.free_energy is None and back.theory.joint_map.cG == 0.7
+    with pytest.raises(AttributeError, match="methods"):
+        back.exact_free_energy  # a JSON key, not a method's name
 
 
 def test_points_saved_before_the_schema_load():

@@ -103,14 +103,14 @@ def test_sector_loss_matches_direct_bayes_average():
 
 def test_softmax_first_order_transition_at_64_32():
     r = T.transition_points(64, 32, "softmax", form="map")
-    assert r["first_order"]
-    assert r["P_spinodal_low"] < r["P_star"] < r["P_spinodal_high"]
-    ms = T.minima(r["P_star"], 64, 32, "softmax")
+    assert r.first_order
+    assert r.P_spinodal_low < r.P_star < r.P_spinodal_high
+    ms = T.minima(r.P_star, 64, 32, "softmax")
     assert len(ms) == 2
     assert abs(ms[0].action - ms[1].action) < 1e-3 * abs(ms[0].action)
     assert ms[1].cG - ms[0].cG > 0.3  # a jump, not a gentle slope
-    assert len(T.minima(r["P_spinodal_low"] * 0.98, 64, 32, "softmax")) == 1
-    assert len(T.minima(r["P_spinodal_high"] * 1.02, 64, 32, "softmax")) == 1
+    assert len(T.minima(r.P_spinodal_low * 0.98, 64, 32, "softmax")) == 1
+    assert len(T.minima(r.P_spinodal_high * 1.02, 64, 32, "softmax")) == 1
 
 
 @pytest.mark.parametrize("form", ["map", "posterior"])
@@ -119,14 +119,14 @@ def test_linear_onset_and_crossover(form):
     r = T.transition_points(L, V, "linear", form=form)
     h = cj.default_hyper("linear", L)
     eig = lambda P: np.linalg.eigvalsh(np.asarray(T.linear_hessian_at_zero(P, L, V, h, form)))[0]
-    assert eig(r["P_onset"] * 0.99) > 0 > eig(r["P_onset"] * 1.01)
-    assert r["pooling_first"]
-    assert r["P_cross"] > r["P_onset"]
-    lo = min(T.minima(r["P_cross"] * 0.9, L, V, "linear", form=form), key=lambda m: m.action)
-    hi = min(T.minima(r["P_cross"] * 1.1, L, V, "linear", form=form), key=lambda m: m.action)
+    assert eig(r.P_onset * 0.99) > 0 > eig(r.P_onset * 1.01)
+    assert r.pooling_first
+    assert r.P_cross > r.P_onset
+    lo = min(T.minima(r.P_cross * 0.9, L, V, "linear", form=form), key=lambda m: m.action)
+    hi = min(T.minima(r.P_cross * 1.1, L, V, "linear", form=form), key=lambda m: m.action)
     assert lo.c1 > lo.cG and hi.cG > hi.c1
     # continuous onset: the order parameter is small just above P_onset
-    just = min(T.minima(r["P_onset"] * 1.01, L, V, "linear", form=form), key=lambda m: m.action)
+    just = min(T.minima(r.P_onset * 1.01, L, V, "linear", form=form), key=lambda m: m.action)
     assert 0 < just.c1 + just.cG < 0.2
 
 
@@ -201,42 +201,31 @@ def test_linear_opposite_sign_family_is_a_metastable_minimum():
 
 def test_transition_points_are_typed_with_every_field():
     # one type for both activations: fields of the other branch are None, not missing keys,
-    # so `tp["P_star"] or tp["P_steepest"]` works on a crossover and as_dict() is JSON
+    # so `tp.P_star or tp.P_steepest` works on a crossover and as_dict() is JSON
     import json
 
     s = T.transition_points(16, 8, "softmax")
     lin = T.transition_points(16, 8, "linear")
     assert isinstance(s, T.TransitionPoints) and s._fields == lin._fields
     assert s.P_star is None and s.P_steepest > 0
-    assert (s["P_star"] or s["P_steepest"]) == s.P_steepest
-    assert s.P_onset is None and lin.P_star is None and lin.P_onset > 0 and lin["P_onset"] == lin.P_onset
-    assert lin.get("P_star", "absent") == "absent" and s.get("first_order") is False
+    assert (s.P_star or s.P_steepest) == s.P_steepest
+    assert s.P_onset is None and lin.P_star is None and lin.P_onset > 0
+    assert lin.first_order is None and s.first_order is False
     assert json.loads(json.dumps(s.as_dict()))["P_steepest"] == s.P_steepest
 
 
-def test_problem_is_the_theory_at_one_task():
-    # the hashable description gives the module functions' numbers, and refuses bad input
+def test_theory_front_checks_its_input():
+    # the module functions are the theory's one front (copyjax.problem was removed, CHANGELOG
+    # 0.2.0): P, form, L and activation are checked where they enter
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    from copyjax.problem import Problem
-    from copyjax import theory
-
-    prob = Problem.make(8, 4, "softmax")
-    assert prob == Problem(8, 4, "softmax", cj.default_hyper("softmax", 8)) and hash(prob) == hash(
-        Problem.make(8, 4, "softmax"))
-    tp = prob.transition_points()
-    assert tp == theory.transition_points(8, 4, "softmax", prob.hyper) and tp.L == 8
-    m = prob.global_minimum(300, "map")
-    assert m == min(theory.minima(300, 8, 4, "softmax", prob.hyper, "map"), key=lambda x: x.action)
-    assert prob.minimum_loss(m, 300) == theory.minimum_loss(m, 300, 8, 4, "softmax", prob.hyper, "map")
     with pytest.raises(ValueError, match="P"):
-        prob.minima(-1.0)
+        T.minima(-1.0, 8, 4, "softmax")
     with pytest.raises(ValueError, match="form"):
-        prob.minima(100, "mean_field")
+        T.minima(100, 8, 4, "softmax", form="mean_field")
     with pytest.raises(ValueError, match="L"):
-        Problem.make(1, 8, "softmax")
+        T.transition_points(1, 8, "softmax")
     with pytest.raises(ValueError, match="activation"):
-        Problem.make(16, 8, "relu")
-    with pytest.raises(ValueError, match="softmax"):
-        Problem.make(16, 8, "linear").softmax_aG_profile(100, [0.0, 1.0], 0.2)
+        T.transition_points(16, 8, "relu")
+
