@@ -10,7 +10,6 @@ affected jaxlib, 64 chains never finish on a 2-thread CPU; on 0.9.2 or 0.12 they
 vmapped block at L = 64, V = 32: ``sample_exact_posterior`` and ``sample_umbrella``.
 Prints one line per run with its wall time; tests/test_canary.py runs both under a timeout.
 """
-import sys
 import time
 
 import jax
@@ -61,10 +60,16 @@ def samplers(n_chains: int, L: int = 64, V: int = 32, P: int = 4000) -> dict:
 
 
 if __name__ == "__main__":
-    n = int(sys.argv[1]) if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else 64
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Canary for the CPU LAPACK deadlock (docs/lapack_hang.md)")
+    ap.add_argument("n_chains", nargs="?", type=int, default=64)
+    ap.add_argument("--samplers", action="store_true", help="copyjax's two samplers, all chains in one block")
+    a = ap.parse_args()
+    n = a.n_chains
     import jaxlib
     print(f"jax {jax.__version__}, jaxlib {jaxlib.__version__}, {jax.device_count()} device(s)", flush=True)
-    if "--samplers" in sys.argv:
+    if a.samplers:
         for name, s in samplers(n).items():
             print(f"{name}: {n} chains in one block, L = 64, V = 32: {s:.1f} s", flush=True)
     else:

@@ -9,10 +9,13 @@
    exp(-S_P(G)), W from its Gaussian conditional), mean and sd of a_G vs the exact ones, for
    several step sizes and batch sizes; standard errors from independent chains.
 """
+import argparse
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+argparse.ArgumentParser(description="SGLD bias against exact answers (no options)").parse_args()
 jax.config.update("jax_enable_x64", True)
 import copyjax as cj  # noqa: E402
 from copyjax import chains as C  # noqa: E402

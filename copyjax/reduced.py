@@ -221,8 +221,11 @@ def row_law(key, L: int, sigma_g2: float, P_max: float, beta: float = 1.0,
 
 
 @lru_cache(maxsize=16)
-def _cached_row_law(L, sigma_g2, P_max, beta, n_bulk, n_z):
-    return row_law(jax.random.key(ROW_LAW_SEED), L, sigma_g2, P_max, beta, n_bulk=n_bulk, n_z=n_z)
+def _cached_row_law(L, sigma_g2, P_max, beta, n_bulk, n_z, x64):
+    # x64: one law per precision (the theory builds its laws in float64, a float32 caller's
+    # sampler its own), so that a law cached in one mode is not handed to the other
+    return row_law(jax.random.key(ROW_LAW_SEED), L, sigma_g2, P_max, beta, n_bulk=n_bulk, n_z=n_z,
+                   dtype=jnp.float64 if x64 else jnp.float32)
 
 
 def law_for(L: int, hyper, P_max: float, n_bulk: int = 256, n_z: int = 768) -> RowLaw:
@@ -231,7 +234,8 @@ def law_for(L: int, hyper, P_max: float, n_bulk: int = 256, n_z: int = 768) -> R
     sweeps share it. The theory's minima and transitions use the default sizes; the
     order-parameter sampler a cheaper law (``op_posterior.sampling_law``)."""
     P_max = float(2.0 ** math.ceil(math.log2(max(P_max, 64.0))))
-    return _cached_row_law(int(L), float(hyper.sigma_g2), P_max, float(hyper.beta), int(n_bulk), int(n_z))
+    return _cached_row_law(int(L), float(hyper.sigma_g2), P_max, float(hyper.beta), int(n_bulk), int(n_z),
+                           bool(jax.config.jax_enable_x64))
 
 
 def _row_stats(law: RowLaw):

@@ -8,6 +8,7 @@ minimises, the MAP form without the Occam factor (V/2) log det M;
 """
 from __future__ import annotations
 
+import functools
 import math
 from functools import lru_cache, partial
 from typing import NamedTuple
@@ -20,6 +21,19 @@ from copyjax import reduced
 from copyjax.reduced import law_for
 from copyjax._checks import FORMS, check_activation, check_form, check_P, check_P_grid, check_size
 from copyjax.hyper import Hyper, default_hyper
+
+
+def _in_float64(fn):
+    """Run ``fn`` with 64-bit types on, whatever the caller's ``jax_enable_x64``: the reduced
+    actions are sums of O(beta P) terms whose differences decide which minimum is global, and
+    in float32 they lose that (softmax, L = 64, V = 32, posterior form: P* 5633 instead of
+    4225, one of the two minima at P = 5000 missed). The switch is scoped to the call
+    (``jax.enable_x64``), never global; the results are Python floats."""
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with jax.enable_x64(True):
+            return fn(*args, **kwargs)
+    return wrapped
 
 def least_squares(X, y):
     """Least squares ``y = X b``: returns ``(b, standard errors)`` from the residual
@@ -66,6 +80,7 @@ def _softmax_map_newton(L, V, hyper, occam=True):
     return jax.vmap(refine, (0, None))
 
 
+@_in_float64
 def gamma_grid(P, L, hyper, n=3001):
     """The copy logits gamma searched for softmax MAP minima: ``n`` points from -4 to the
     largest gamma the data can pay for."""
@@ -74,6 +89,7 @@ def gamma_grid(P, L, hyper, n=3001):
     return np.linspace(-4.0, top, n)
 
 
+@_in_float64
 def softmax_map_minima(P, L: int, V: int, hyper: Hyper, occam: bool = True) -> list[Minimum]:
     """All local minima of the softmax MAP energy in the copy logit gamma, by a dense grid
     then Newton refinement. Sorted by a_G. ``occam=False``: the joint-MAP energy."""
@@ -119,6 +135,7 @@ def _linear_starts(n=4):
     return c[c.sum(1) > 0]
 
 
+@_in_float64
 def linear_minima(P, L: int, V: int, hyper: Hyper, form: str = "map") -> list[Minimum]:
     """Local minima of the linear reduced action (MAP energy or posterior profile) in
     (c_1, c_G) with rho >= 0 (the action is even in c), by multi-start damped Newton."""
@@ -152,6 +169,7 @@ def _opposite_starts():
     return np.stack(np.meshgrid(a1, a2), -1).reshape(-1, 2)
 
 
+@_in_float64
 def linear_family_minima(P, L: int, V: int, hyper: Hyper, form: str = "posterior") -> dict:
     """The lowest minimum of the linear reduced action in each sign family.
 
@@ -194,6 +212,7 @@ def _mf_solver(L, V, hyper):
     return jax.jit(jax.vmap(solve, (0, None, None)))
 
 
+@_in_float64
 def softmax_mf_minima(P, L: int, V: int, hyper: Hyper, law: reduced.RowLaw | None = None) -> list[Minimum]:
     """Stable phases of the softmax mean field at P: Newton on the self-consistency
     equations from several starts (multipliers at no copy and at strong copy), kept when
@@ -219,6 +238,7 @@ def softmax_mf_minima(P, L: int, V: int, hyper: Hyper, law: reduced.RowLaw | Non
 # ---------------------------------------------------------------- dispatch and curves
 
 
+@_in_float64
 def minima(P, L: int, V: int, activation: str, hyper: Hyper | None = None,
            form: str = "map", P_max: float | None = None) -> list[Minimum]:
     """Every local minimum of the reduced action at P (sorted by the copy order parameter
@@ -236,6 +256,7 @@ def minima(P, L: int, V: int, activation: str, hyper: Hyper | None = None,
     return linear_minima(P, L, V, hyper, form)
 
 
+@_in_float64
 def minimum_scalars(m: Minimum, P, L: int, V: int, activation: str, hyper: Hyper, form: str,
                     law: reduced.RowLaw | None = None):
     """(a, r, g, s) of the pattern at a minimum (residual norms included in the linear
@@ -256,6 +277,7 @@ def minimum_scalars(m: Minimum, P, L: int, V: int, activation: str, hyper: Hyper
     return q, r, g, s
 
 
+@_in_float64
 def minimum_loss(m: Minimum, P, L, V, activation, hyper, form, law=None) -> float:
     """Per-sequence loss at a minimum: W averaged over its posterior, or at its posterior
     mean for the joint MAP (what a trained network uses)."""
@@ -263,6 +285,7 @@ def minimum_loss(m: Minimum, P, L, V, activation, hyper, form, law=None) -> floa
                                P, L, V, hyper, average_w=form != "joint_map"))
 
 
+@_in_float64
 def theory_curve(Ps, L: int, V: int, activation: str, hyper: Hyper | None = None,
                  form: str = "map") -> dict:
     """Global and metastable minima along a P grid.
@@ -357,6 +380,7 @@ def _linear_hessian_fn(L, V, hyper, form):
     return jax.jit(lambda P: jax.hessian(lambda c: fun(c, P, L, V, hyper))(jnp.zeros(2)))
 
 
+@_in_float64
 def linear_hessian_at_zero(P, L, V, hyper, form):
     """Hessian of the linear reduced action at the symmetric point c = 0: ``(2, 2)``.
 
@@ -415,6 +439,7 @@ class TransitionPoints(NamedTuple):
         return dict(self._asdict())
 
 
+@_in_float64
 def transition_points(L: int, V: int, activation: str, hyper: Hyper | None = None,
                       form: str = "map", P_range: tuple[float, float] | None = None) -> TransitionPoints:
     """Transition points of the reduced theory at (L, V).

@@ -1,8 +1,12 @@
 """The prepared accelerator check runs as it is: gpu.sh says so and exits 0 where JAX sees no
-GPU, and gpu_check.py (what gpu.sh runs there) completes at a tiny size on the CPU."""
+GPU, and gpu_check.py (what gpu.sh runs there) completes at a tiny size on the CPU; every
+benchmark imports and answers --help."""
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -22,3 +26,12 @@ def test_gpu_check_runs_at_a_tiny_size():
     assert r.returncode == 0, r.stderr[-2000:]
     row = [ln for ln in r.stdout.splitlines() if ln.startswith("| 4 |")]
     assert len(row) == 1 and "failed" not in row[0], r.stdout
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in Path(ROOT, "benchmarks").glob("*.py") if not p.name.startswith("_")))
+def test_every_benchmark_imports_and_parses_its_options(name):
+    # a benchmark that imports a moved or removed name fails at once, not when someone runs it
+    # (issue 21 removed copyjax.experiments, copyjax.plotting and the dict-style summaries)
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", name), "--help"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0 and "usage" in r.stdout.lower(), r.stderr[-2000:]

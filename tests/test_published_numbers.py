@@ -56,3 +56,29 @@ def test_small_L_softmax_map_has_no_first_order_window():
     # docs/theory.md: at L = 16, V = 8 a continuous but steep rise of a_G around P = 273
     s = cj.transition_points(16, 8, "softmax")
     assert s.P_star is None and not s.first_order and abs(s.P_steepest - 273) <= 0.05 * 273, s
+
+
+def test_the_theory_is_right_with_x64_off():
+    # A user without jax_enable_x64 (the library never sets it globally) gets the published
+    # numbers: the theory runs in float64 inside its calls and leaves the flag off. Before,
+    # float32 gave P* 5633 for the 64/32 posterior form and missed the copy minimum at P = 5000.
+    # Run in a subprocess: this test process has x64 on (conftest). The posterior P* (100 s) is
+    # pinned by the test above; here the MAP P* and the README's minima.
+    import os
+    import subprocess
+    import sys
+
+    code = ("import jax, copyjax as cj\n"
+            "m = cj.minima(5000, 64, 32, 'softmax', form='posterior')\n"
+            "s = cj.transition_points(64, 32, 'softmax', form='map')\n"
+            "lin = cj.transition_points(64, 32, 'linear', form='map')\n"
+            "print(len(m), *(round(x.cG, 3) for x in m), s.P_star, lin.P_onset, jax.config.jax_enable_x64)\n")
+    env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
+    r = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", code], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = r.stdout.split()
+    assert out[0] == "2", f"two minima expected at P = 5000 (coexistence): {r.stdout}"
+    _, a, b, P_star, P1, x64 = out
+    assert (a, b, x64) == ("0.002", "0.539", "False"), r.stdout
+    assert near(float(P_star), 3667) and near(float(P1), 2332), r.stdout

@@ -43,26 +43,38 @@ def test_sgld_bias_on_gaussian_is_first_order_in_step_size():
 
 
 def test_sgld_on_network_matches_exact_marginal():
-    # Tiny problem: SGLD on (W, G) must reproduce the order-parameter moments of MALA on
-    # exp(-S_P(G)) (W integrated out exactly). Tolerance: 4 combined Monte Carlo standard
-    # errors (from blackjax's ESS) plus the O(eps) SGLD bias, measured < 0.01 at eps = 1e-3.
+    # SGLD on (W, G) must reproduce the posterior of the copy order parameter that MALA gives on
+    # exp(-S_P(G)) (W integrated out exactly). P = 200 at L = 4, V = 3: the data dominate (exact
+    # mean c_G 0.661, sd 0.067; prior draws have mean -0.004), so a wrong likelihood weight
+    # moves the answer by far more than the tolerance: likelihood^0.5 has mean 0.551, checked
+    # below with MALA itself. Tolerance: 4 combined Monte Carlo standard errors (ESS-based,
+    # about 0.001 each) plus 0.005 for SGLD's O(eps) bias, measured -0.0009 +- 0.0009 at
+    # eps = 2e-3 (7e-4: -0.00002 +- 0.0012). Planted bugs at these settings (measured, z in
+    # combined standard errors): SGLD on likelihood^0.5, z = -79; the prior's gradient dropped
+    # (sigma^2 -> 1e6), z = +51; a frozen chain keeps its prior draws (mean -0.004), z = -123.
     jax.config.update("jax_enable_x64", True)
-    L, V, P, act = 4, 3, 20, "softmax"
+    L, V, P, act = 4, 3, 200, "softmax"
     h = cj.default_hyper(act, L)
     st = cj.sufficient_stats(cj.sample_tokens(jax.random.key(3), P, L, V), V).astype(jnp.float64)
     n = 512
     ks = jax.random.split(jax.random.key(4), n)
     init = jax.vmap(lambda k: N.init_params(k, L, V, h, jnp.float64))(ks)
     s1 = C.run_algorithm(jax.random.key(6), S.sgld(st, h, act, 2e-3), init,
-                         lambda p: N.observables(p, st, h, act), schedule=C.Schedule(3000, 1000, 20))
-    s2 = C.run_algorithm(jax.random.key(7), S.mala_marginal(st, h, act, 0.05), init.G,
-                         lambda G: {"cG": cj.order_parameters(cj.attention(G, act))[1]},
-                         schedule=C.Schedule(3000, 1000, 20))
-    a, b = C.summarize(s1.draws["cG"]), C.summarize(s2.draws["cG"])
-    assert a.n_excluded == 0 and b.rhat < 1.05
-    tol = 4 * np.hypot(a.mcse, b.mcse) + 0.01
+                         lambda p: N.observables(p, st, h, act), schedule=C.Schedule(6000, 2000, 20))
+    exact = lambda stats: C.summarize(C.run_algorithm(
+        jax.random.key(7), S.mala_marginal(stats, h, act, 0.05), init.G,
+        lambda G: {"cG": cj.order_parameters(cj.attention(G, act))[1]}, schedule=C.Schedule(3000, 1000, 20)).draws["cG"])
+    a, b = C.summarize(s1.draws["cG"]), exact(st)
+    # SGLD's 200 draws per chain give R-hat 1.06 over 512 chains (slow drift between chains,
+    # within the ESS-based error); 1.1 flags chains that have not left their starts
+    assert a.n_excluded == 0 and b.rhat < 1.05 and a.rhat < 1.1
+    tol = 4 * np.hypot(a.mcse, b.mcse) + 0.005
     assert abs(a.mean - b.mean) < tol, (a, b)
-    assert abs(a.sd - b.sd) < 0.1 * b.sd + 0.01
+    # sd: relative error of an sd estimate ~ 1 / sqrt(2 ESS) < 2 % here; 5 % allowed
+    assert abs(a.sd - b.sd) < 0.05 * b.sd, (a, b)
+    # the tolerance resolves a tempered likelihood: the exact posterior of likelihood^0.5 lies
+    # more than 5 tolerances away
+    assert abs(exact(0.5 * st).mean - b.mean) > 5 * tol
 
 
 def test_bad_sampler_arguments():

@@ -1,0 +1,66 @@
+"""Samplers the benchmark scores: anything blackjax-shaped.
+
+A sampler is a factory ``build(logdensity_fn, step_size) -> blackjax.SamplingAlgorithm`` on
+the position pytree ``{"W": (V, V), "G": (L, L)}``: ``init(position)`` (or
+``init(position, rng_key)``) and ``step(rng_key, state) -> (state, info)``. ``logdensity_fn``
+is the exact log posterior log p(W, G | data) (full batch, through the statistics). Give one
+by registry name (``SAMPLERS``) or by import path ``"module:function"`` (a module on
+``PYTHONPATH``): adding a sampler to the leaderboard is one line here or one path.
+"""
+from __future__ import annotations
+
+import importlib
+
+import blackjax
+import jax
+
+from copyjax import samplers as _samplers
+
+
+def mala(logdensity_fn, step_size):
+    """blackjax's MALA (Metropolis-adjusted: exact for any step, slower for large ones)."""
+    return blackjax.mala(logdensity_fn, step_size)
+
+
+def barker(logdensity_fn, step_size):
+    """blackjax's Barker proposal (Metropolis-adjusted, robust to gradient scale)."""
+    return blackjax.barker_proposal(logdensity_fn, step_size)
+
+
+def sgld(logdensity_fn, step_size):
+    """SGLD (copyjax's blackjax kernel, ``sgmcmc.sgld``) with the full-batch gradient: no
+    Metropolis test, O(step_size) bias."""
+    grad = jax.grad(logdensity_fn)
+    return _samplers.sgld_from_grad(lambda key, p: grad(p), step_size)
+
+
+def psgld(logdensity_fn, step_size):
+    """RMSprop-preconditioned SGLD (``sgmcmc.psgld``), preconditioner frozen after 500 steps
+    (a moving preconditioner without its Gamma term biases the chain)."""
+    grad = jax.grad(logdensity_fn)
+    return _samplers.psgld_from_grad(lambda key, p: grad(p), step_size, adapt_steps=500)
+
+
+# the registry: name -> build(logdensity_fn, step_size)
+SAMPLERS = {"mala": mala, "barker": barker, "sgld": sgld, "psgld": psgld}
+
+
+def resolve(spec: str):
+    """``(name, build)`` for a registry name or an import path ``module:function``."""
+    if not isinstance(spec, str) or not spec:
+        raise ValueError(f"sampler must be a name in {sorted(SAMPLERS)} or 'module:function', got {spec!r}")
+    if ":" in spec:
+        mod, _, fn = spec.partition(":")
+        try:
+            build = getattr(importlib.import_module(mod), fn)
+        except (ImportError, AttributeError) as e:
+            raise ValueError(f"sampler {spec!r}: cannot import {fn!r} from {mod!r} ({e})") from e
+        if not callable(build):
+            raise ValueError(f"sampler {spec!r} is not callable")
+        return spec, build
+    if spec not in SAMPLERS:
+        raise ValueError(f"sampler must be a name in {sorted(SAMPLERS)} or 'module:function', got {spec!r}")
+    return spec, SAMPLERS[spec]
+
+
+__all__ = ["barker", "mala", "psgld", "resolve", "SAMPLERS", "sgld"]

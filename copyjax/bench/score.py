@@ -1,0 +1,176 @@
+"""Run a sampler on a task and score it against the exact reference.
+
+Two runs per (sampler, step size), each ``n_chains`` chains of ``num_steps`` steps, every
+``thin``-th state observed (the copy order parameter and the training loss):
+
+* **stationary**: chains start at exact joint draws of (W, G); after a third of the steps as
+  burn-in, any drift of the mean is the sampler's stationary bias.
+* **relaxation**: chains start at prior draws; ``steps_to_equilibrium`` is the first step
+  after which the cross-chain mean stays within 3 standard errors (reference sd / sqrt(chains))
+  of the exact mean; the last two thirds are scored as above.
+
+Scores (each with its standard error where it has one): the bias of the mean (absolute and in
+combined MCSEs, ``bias_z``), ``sd_ratio`` (sampled sd / exact sd, error from both ESSs),
+Wasserstein-1 and Kolmogorov-Smirnov distances between the sampled and the exact draws, the
+loss's bias, R-hat, ESS, ESS per second and per step. ``agrees_with_exact``: |bias_z| <= 4 and
+|sd_ratio - 1| <= 4 of its errors in both runs, R-hat < 1.1 in the stationary run (a chain that
+never moves fails here even from exact starts), and the relaxation run reaching equilibrium
+before its end. The tolerances are in standard errors, so a budget too short to resolve a
+sampler (few effective draws) is a weak test of it: the report gives the ESS beside each
+verdict.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+import jax
+import numpy as np
+from scipy import stats as sps
+
+from copyjax import chains
+from copyjax._checks import check_size
+from copyjax.bench.task import Reference
+from copyjax.network import Params, init_params, observables
+
+Z_MAX = 4.0  # bias and sd tolerances, in standard errors
+RHAT_MAX = 1.1
+
+
+@dataclass(frozen=True)
+class RunScores:
+    """Scores of one run (``start``: exact or prior) against the reference."""
+
+    start: str
+    mean: float
+    mcse: float
+    bias: float
+    bias_z: float
+    sd: float
+    sd_ratio: float
+    sd_ratio_se: float
+    w1: float
+    ks: float
+    loss_bias: float
+    loss_bias_z: float
+    rhat: float
+    ess: float
+    ess_per_s: float
+    ess_per_step: float
+    wall_s: float
+    nonfinite: int
+    steps_to_equilibrium: int | None = None
+
+    def ok(self) -> bool:
+        finite = np.isfinite([self.bias_z, self.sd_ratio, self.sd_ratio_se]).all() and self.nonfinite == 0
+        return bool(finite and abs(self.bias_z) <= Z_MAX and abs(self.sd_ratio - 1) <= Z_MAX * self.sd_ratio_se)
+
+
+def _positions(ref: Reference, start: str, n: int, key):
+    # positions in the default float type (float64 under x64): blackjax's noise follows it
+    t, dtype = ref.task, jax.dtypes.canonicalize_dtype(np.float64)
+    if start == "exact":
+        i = np.arange(n) % len(ref.G)
+        return {"W": jax.numpy.asarray(ref.W[i], dtype), "G": jax.numpy.asarray(ref.G[i], dtype)}
+    p = jax.vmap(lambda k: init_params(k, t.L, t.V, t.hyper, dtype))(jax.random.split(key, n))
+    return {"W": p.W, "G": p.G}
+
+
+def run(ref: Reference, build, step_size: float, *, start: str, n_chains: int, num_steps: int, thin: int,
+        key, progress: bool = False):
+    """``(chains.Samples, wall seconds)``: ``build(logdensity_fn, step_size)`` run from
+    ``start`` ("exact" or "prior"), observing c_G and the loss every ``thin`` steps from step 0."""
+    t = ref.task
+    stats, h = t.stats(), t.hyper
+    logdensity = lambda pos: observables(Params(pos["W"], pos["G"]), stats, h, t.activation)["logpost"]
+    observe = lambda pos: {k: v for k, v in observables(Params(pos["W"], pos["G"]), stats, h, t.activation).items()
+                           if k in ("cG", "loss")}
+    alg = build(logdensity, step_size)
+    init = _positions(ref, start, n_chains, jax.random.fold_in(key, 1))
+    t0 = time.perf_counter()
+    s = chains.run_algorithm(jax.random.fold_in(key, 2), alg, init, observe,
+                             schedule=chains.Schedule(num_steps, 0, thin), progress=progress, desc=f"{start} starts")
+    jax.block_until_ready(s.draws)
+    return s, time.perf_counter() - t0
+
+
+def _score(start, x, loss, ref: Reference, wall_s, n_steps, nonfinite, steps_to_eq=None) -> RunScores:
+    """``x, loss: (chain, draw)`` after the burn-in."""
+    s = chains.summarize(x)
+    sl = chains.summarize(loss)
+    r, rl = ref.summary_cG, ref.summary_loss
+    se = float(np.hypot(s.mcse, r.mcse))
+    sd_ratio = s.sd / r.sd if r.sd > 0 else float("nan")
+    sd_se = sd_ratio * float(np.sqrt(1 / (2 * max(s.ess, 1)) + 1 / (2 * max(r.ess, 1))))
+    flat = np.asarray(x).ravel()
+    flat = flat[np.isfinite(flat)]
+    w1 = float(sps.wasserstein_distance(flat, ref.cG)) if flat.size else float("nan")
+    ks = float(sps.ks_2samp(flat, ref.cG).statistic) if flat.size else float("nan")
+    return RunScores(start, s.mean, s.mcse, s.mean - r.mean, (s.mean - r.mean) / se if se > 0 else float("inf"),
+                     s.sd, sd_ratio, sd_se, w1, ks, sl.mean - rl.mean,
+                     (sl.mean - rl.mean) / float(np.hypot(sl.mcse, rl.mcse)), s.rhat, s.ess,
+                     s.ess / wall_s, s.ess / n_steps, wall_s, int(nonfinite), steps_to_eq)
+
+
+def steps_to_equilibrium(x: np.ndarray, ref: Reference, thin: int) -> int | None:
+    """First step after which the cross-chain mean of ``x: (chain, draw)`` stays within 3
+    standard errors (reference sd / sqrt(chains)) of the exact mean; None if it never does."""
+    m = np.nanmean(x, axis=0)
+    far = np.abs(m - ref.summary_cG.mean) > 3 * ref.summary_cG.sd / np.sqrt(x.shape[0])
+    if far[-1]:
+        return None
+    last = np.flatnonzero(far)
+    return int((last[-1] + 1) * thin) if last.size else 0
+
+
+@dataclass(frozen=True)
+class Scores:
+    """One (sampler, step size) on one task: both runs and the verdict."""
+
+    sampler: str
+    step_size: float
+    n_chains: int
+    num_steps: int
+    stationary: RunScores
+    relaxation: RunScores
+    agrees_with_exact: bool
+
+    def row(self) -> dict:
+        """The flat row of ``report.json``: the stationary scores at the top level (``bias_z``,
+        ``sd_ratio``, ...), the relaxation run's under ``prior_``."""
+        d = {"sampler": self.sampler, "step_size": self.step_size, "n_chains": self.n_chains,
+             "num_steps": self.num_steps, "agrees_with_exact": self.agrees_with_exact}
+        d |= {k: v for k, v in asdict(self.stationary).items() if k not in ("start", "steps_to_equilibrium")}
+        d |= {f"prior_{k}": v for k, v in asdict(self.relaxation).items() if k != "start"}
+        return d
+
+
+def score_sampler(ref: Reference, name: str, build, step_size: float, *, n_chains: int = 256,
+                  num_steps: int = 6000, thin: int = 10, seed: int = 0, progress: bool = False) -> Scores:
+    """Both runs of ``build`` at ``step_size`` and their scores against ``ref``."""
+    if ref.branches_disagree:
+        raise ValueError("the reference's start families disagree (a coexistence window): its pooled draws are "
+                         "not the posterior; pick a P outside the window")
+    if not (np.isfinite(step_size) and step_size > 0):
+        raise ValueError(f"step_size must be a finite number > 0, got {step_size}")
+    n_chains = check_size("n_chains", n_chains, 4)
+    num_steps = check_size("num_steps", num_steps, 30)
+    thin = check_size("thin", thin, 1)
+    if num_steps // thin < 9:
+        raise ValueError(f"num_steps / thin must be >= 9 (three thirds of three draws), got {num_steps} / {thin}")
+    key = jax.random.key(seed)
+    out = {}
+    for i, start in enumerate(("exact", "prior")):
+        s, wall = run(ref, build, float(step_size), start=start, n_chains=n_chains, num_steps=num_steps, thin=thin,
+                      key=jax.random.fold_in(key, i), progress=progress)
+        x, loss = np.asarray(s.draws["cG"], float), np.asarray(s.draws["loss"], float)
+        burn = x.shape[1] // 3
+        eq = steps_to_equilibrium(x, ref, thin) if start == "prior" else None
+        out[start] = _score(start, x[:, burn:], loss[:, burn:], ref, wall, num_steps,
+                            int(np.asarray(s.nonfinite).sum()), eq)
+    st, rx = out["exact"], out["prior"]
+    agrees = st.ok() and rx.ok() and st.rhat < RHAT_MAX and rx.steps_to_equilibrium is not None
+    return Scores(name, float(step_size), n_chains, num_steps, st, rx, bool(agrees))
+
+
+__all__ = ["run", "RunScores", "score_sampler", "Scores", "steps_to_equilibrium", "RHAT_MAX", "Z_MAX"]

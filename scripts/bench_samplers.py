@@ -1,0 +1,144 @@
+"""Score samplers against the exact posterior of the copy order parameter (copyjax.bench).
+
+    python scripts/bench_samplers.py --L 4 --V 3 --activation softmax --P 200 \
+        --samplers mala sgld mymodule:build --out runs/bench
+
+A sampler is a registry name (copyjax.bench.SAMPLERS: mala, barker, sgld, psgld) or an import
+path ``module:function`` to ``build(logdensity_fn, step_size) -> blackjax.SamplingAlgorithm``
+on the position {"W": (V, V), "G": (L, L)} (a module on PYTHONPATH or in the working
+directory). Without --step-size each sampler runs at 0.25, 1 and 4 times eps0 = 0.05 / lambda_W,
+lambda_W = beta P / V + V / sigma_w2 the largest curvature of -log p (in W): the step at which
+an explicit Langevin step is stable in the stiffest direction, bracketed by a factor 4 each way.
+
+Writes DIR/report.json ({"task": ..., "reference": ..., "rows": [...]}, one row per sampler and
+step size: agrees_with_exact, bias_z, sd_ratio, w1, ks, ... and prior_* for the run from prior
+starts), DIR/report.md (a table) and DIR/bias_vs_step.png; each row is saved as it finishes
+(DIR/rows/), so an interrupted run resumes. The exact reference is cached in
+~/.cache/copyjax/bench (--cache-dir).
+"""
+import argparse
+import os
+import sys
+
+from _cli import int_at_least, nonneg_int, positive_float, positive_int
+
+
+def parser():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--L", type=int_at_least("--L", 2), default=4)
+    ap.add_argument("--V", type=int_at_least("--V", 2), default=3)
+    ap.add_argument("--activation", choices=["softmax", "linear"], default="softmax")
+    ap.add_argument("--P", type=positive_int("--P"), default=200)
+    ap.add_argument("--data-seed", type=nonneg_int("--data-seed"), default=0)
+    ap.add_argument("--samplers", nargs="+", default=["mala", "barker", "sgld", "psgld"],
+                    help="registry names or module:function import paths")
+    ap.add_argument("--step-size", type=positive_float("--step-size"), nargs="+",
+                    help="step sizes (default: 0.25, 1, 4 x 0.05 / lambda_W)")
+    ap.add_argument("--num-steps", type=int_at_least("--num-steps", 30), default=6000)
+    ap.add_argument("--chains", type=int_at_least("--chains", 4), default=256)
+    ap.add_argument("--thin", type=positive_int("--thin"), default=10)
+    ap.add_argument("--ref-chains", type=int_at_least("--ref-chains", 4), default=32)
+    ap.add_argument("--ref-steps", type=int_at_least("--ref-steps", 30), default=1500)
+    ap.add_argument("--seed", type=nonneg_int("--seed"), default=0)
+    ap.add_argument("--cache-dir", help="where exact references are cached (default ~/.cache/copyjax/bench)")
+    ap.add_argument("--out", default="runs/bench")
+    ap.add_argument("--no-progress", action="store_true")
+    return ap
+
+
+def main(argv=None):
+    a = parser().parse_args(argv)
+    if a.num_steps // a.thin < 9:
+        parser().error(f"--num-steps / --thin must be >= 9, got {a.num_steps} / {a.thin}")
+    sys.path.insert(0, os.getcwd())  # a user's module:function from the working directory
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import numpy as np
+
+    from copyjax import bench, results
+    from copyjax.point.sgld_chains import auto_step_size
+
+    try:
+        specs = [bench.resolve(s) for s in a.samplers]
+    except ValueError as e:
+        parser().error(f"--samplers: {e}")
+    task = bench.Task(a.L, a.V, a.activation, a.P, a.data_seed).checked()
+    os.makedirs(os.path.join(a.out, "rows"), exist_ok=True)
+    print(f"exact reference: L={a.L} V={a.V} {a.activation} P={a.P} data seed {a.data_seed} "
+          f"({a.ref_chains} chains x {a.ref_steps} steps, cached)", flush=True)
+    ref = bench.reference(task, n_chains=a.ref_chains, num_steps=a.ref_steps, cache_dir=a.cache_dir,
+                          progress=not a.no_progress)
+    r = ref.summary_cG
+    print(f"  c_G: mean {r.mean:.4f} +- {r.mcse:.4f}, sd {r.sd:.4f} (R-hat {r.rhat:.3f}, ESS {r.ess:.0f})", flush=True)
+    if ref.branches_disagree:
+        parser().error("--P: the exact chains' start families disagree here (a coexistence window); "
+                       "the benchmark needs a P outside it")
+    eps0 = auto_step_size(a.P, a.V, task.hyper)
+    steps = a.step_size or [0.25 * eps0, eps0, 4 * eps0]
+    rows = []
+    for name, build in specs:
+        for eps in steps:
+            path = os.path.join(a.out, "rows", f"{name.replace(':', '__').replace('/', '_')}_{eps:.6g}.json")
+            if os.path.exists(path):
+                rows.append(results.read_json(path))
+                print(f"  {name} eps={eps:.3g}: reused", flush=True)
+                continue
+            s = bench.score_sampler(ref, name, build, eps, n_chains=a.chains, num_steps=a.num_steps, thin=a.thin,
+                                    seed=a.seed, progress=not a.no_progress)
+            row = s.row()
+            results.write_json(path, row)
+            rows.append(row)
+            print(f"  {name} eps={eps:.3g}: {'agrees' if row['agrees_with_exact'] else 'DISAGREES'} "
+                  f"(bias_z {row['bias_z']:+.1f}, sd ratio {row['sd_ratio']:.3f}, R-hat {row['rhat']:.3f}, "
+                  f"from prior: bias_z {row['prior_bias_z']:+.1f}, equilibrium at step "
+                  f"{row['prior_steps_to_equilibrium']})", flush=True)
+    results.write_json(os.path.join(a.out, "report.json"), {
+        "task": task._asdict(), "reference": {"cG": r.to_json(), "loss": ref.summary_loss.to_json(),
+                                              "quantiles": ref.quantiles()},
+        "eps0": eps0, "rows": rows})
+    write_markdown(os.path.join(a.out, "report.md"), task, ref, rows)
+    plot(os.path.join(a.out, "bias_vs_step.png"), rows)
+    print(f"report.json, report.md, bias_vs_step.png in {a.out}", flush=True)
+    return rows
+
+
+def write_markdown(path, task, ref, rows):
+    from copyjax.results import atomic_write_bytes
+
+    r = ref.summary_cG
+    lines = [f"# Samplers against the exact posterior: L = {task.L}, V = {task.V}, {task.activation}, P = {task.P}",
+             "", f"Exact c_G: mean {r.mean:.4f} +- {r.mcse:.4f}, sd {r.sd:.4f}.", "",
+             "| sampler | step | agrees | bias (z) | sd ratio | W1 | KS | loss bias (z) | R-hat | ESS/s | "
+             "from prior: bias (z) | steps to equilibrium |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for w in rows:
+        lines.append(f"| {w['sampler']} | {w['step_size']:.3g} | {'yes' if w['agrees_with_exact'] else 'no'} | "
+                     f"{w['bias']:+.4f} ({w['bias_z']:+.1f}) | {w['sd_ratio']:.3f} +- {w['sd_ratio_se']:.3f} | "
+                     f"{w['w1']:.4f} | {w['ks']:.3f} | {w['loss_bias']:+.4f} ({w['loss_bias_z']:+.1f}) | "
+                     f"{w['rhat']:.3f} | {w['ess_per_s']:.1f} | {w['prior_bias']:+.4f} ({w['prior_bias_z']:+.1f}) | "
+                     f"{w['prior_steps_to_equilibrium']} |")
+    atomic_write_bytes(path, ("\n".join(lines) + "\n").encode())
+
+
+def plot(path, rows):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name in dict.fromkeys(w["sampler"] for w in rows):
+        ws = sorted((w for w in rows if w["sampler"] == name), key=lambda w: w["step_size"])
+        ax.errorbar([w["step_size"] for w in ws], [w["bias"] for w in ws], [w["mcse"] for w in ws], marker="o",
+                    capsize=2, label=name)
+    ax.axhline(0, color="k", lw=0.8)
+    ax.set(xscale="log", xlabel="step size", ylabel="bias of the mean of c_G (stationary)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()
