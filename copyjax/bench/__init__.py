@@ -5,7 +5,7 @@ copy order parameter (``scripts/bench_samplers.py``, docs/leaderboard.md).
 and import paths), ``score.score_sampler`` (the runs, the scores and the verdict).
 """
 from copyjax.bench.samplers import resolve, SAMPLERS
-from copyjax.bench.score import score_sampler, Scores
+from copyjax.bench.score import score_sampler, Scores, verdict
 from copyjax.bench.task import reference, Reference, Task
 
-__all__ = ["reference", "Reference", "resolve", "SAMPLERS", "score_sampler", "Scores", "Task"]
+__all__ = ["reference", "Reference", "resolve", "SAMPLERS", "score_sampler", "Scores", "Task", "verdict"]

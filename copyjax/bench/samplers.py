@@ -3,7 +3,9 @@
 A sampler is a factory ``build(logdensity_fn, step_size) -> blackjax.SamplingAlgorithm`` on
 the position pytree ``{"W": (V, V), "G": (L, L)}``: ``init(position)`` (or
 ``init(position, rng_key)``) and ``step(rng_key, state) -> (state, info)``. ``logdensity_fn``
-is the exact log posterior log p(W, G | data) (full batch, through the statistics). Give one
+is the exact log posterior log p(W, G | data) (full batch, through the statistics);
+``step_size`` is a Langevin step eps (noise sqrt(2 eps) per step: blackjax's MALA and SGLD
+convention; a registered sampler with another convention converts it). Give one
 by registry name (``SAMPLERS``) or by import path ``"module:function"`` (a module on
 ``PYTHONPATH``): adding a sampler to the leaderboard is one line here or one path.
 """
@@ -13,6 +15,7 @@ import importlib
 
 import blackjax
 import jax
+import jax.numpy as jnp
 
 from copyjax import samplers as _samplers
 
@@ -23,8 +26,11 @@ def mala(logdensity_fn, step_size):
 
 
 def barker(logdensity_fn, step_size):
-    """blackjax's Barker proposal (Metropolis-adjusted, robust to gradient scale)."""
-    return blackjax.barker_proposal(logdensity_fn, step_size)
+    """blackjax's Barker proposal (Metropolis-adjusted, robust to gradient scale). Its
+    ``step_size`` is the proposal's standard deviation; here ``step_size`` is the Langevin
+    step eps of the other samplers (noise sqrt(2 eps)), so Barker gets sqrt(2 eps) and all
+    samplers share one step axis."""
+    return blackjax.barker_proposal(logdensity_fn, jnp.sqrt(2.0 * step_size))
 
 
 def sgld(logdensity_fn, step_size):
