@@ -43,9 +43,16 @@ def run(script, args):
     ("demo.py", ["--L", "1"], "--L must be >= 2"),
     ("demo.py", ["--Ps", "0"], "--Ps must be >= 1"),
     ("demo.py", ["--seed", "-2"], "--seed must be >= 0"),
+    ("bench_samplers.py", ["--L", "1"], "--L must be >= 2"),
+    ("bench_samplers.py", ["--P", "0"], "--P must be >= 1"),
+    ("bench_samplers.py", ["--step-size", "0"], "--step-size must be a finite number > 0"),
+    ("bench_samplers.py", ["--chains", "2"], "--chains must be >= 4"),
+    ("bench_samplers.py", ["--num-steps", "40", "--thin", "10"], "--num-steps / --thin must be >= 9"),
+    ("bench_samplers.py", ["--activation", "relu"], "--activation"),
+    ("bench_samplers.py", ["--data-seed", "-1"], "--data-seed must be >= 0"),
 ])
 def test_bad_arguments_exit_2(script, args, word, tmp_path):
-    has_out = script in ("theory_figures.py", "validate_theory.py", "scaling.py", "free_energy.py")
+    has_out = script in ("theory_figures.py", "validate_theory.py", "scaling.py", "free_energy.py", "bench_samplers.py")
     r = run(script, args if "--out" in args or not has_out else args + ["--out", str(tmp_path)])
     assert_cli_error(r, word)
 
