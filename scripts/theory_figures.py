@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from _cli import nonneg_int, positive_int
+from _cli import int_at_least, nonneg_int, positive_int
 
 
 def onset_exponent(L, V, hyper, form, P_1, deltas):
@@ -43,6 +43,8 @@ def main(argv=None):
     ap.add_argument("--draws", type=positive_int("--draws"), default=100, help="draws per chain")
     ap.add_argument("--softmax-points", type=positive_int("--softmax-points"), default=7,
                     help="P values at which the softmax posterior is sampled (costlier)")
+    ap.add_argument("--curve-points", type=int_at_least("--curve-points", 2), default=40,
+                    help="log-spaced P values of the theory curves (plus 8 inside each softmax window)")
     ap.add_argument("--seed", type=nonneg_int("--seed"), default=0)
     ap.add_argument("--out", default=None, help="output folder (default results/theory_L{L}_V{V})")
     ap.add_argument("--replot", action="store_true",
@@ -96,7 +98,7 @@ def main(argv=None):
     # coexistence windows so that the metastable branches show as lines.
     windows = [np.geomspace(t.P_spinodal_low, t.P_spinodal_high, 8)
                for t in (tp["softmax_map"], tp["softmax_posterior"]) if t.P_spinodal_low and t.P_spinodal_high]
-    fine = np.unique(np.round(np.concatenate([np.geomspace(Ps[0], Ps[-1], 40), *windows]), 3))
+    fine = np.unique(np.round(np.concatenate([np.geomspace(Ps[0], Ps[-1], a.curve_points), *windows]), 3))
     curves = {}
     for act in ("softmax", "linear"):
         for form in ("map", "posterior", "joint_map"):

@@ -23,6 +23,7 @@ def run(script, args):
     ("theory_figures.py", ["--L", "1"], "--L"),
     ("theory_figures.py", ["--chains", "0"], "--chains"),
     ("theory_figures.py", ["--seed", "-1"], "--seed"),
+    ("theory_figures.py", ["--curve-points", "1"], "--curve-points must be >= 2"),
     ("theory_figures.py", ["--replot", "--out", "/nonexistent/dir"], "--out"),
     ("validate_theory.py", ["--LV", "16"], "--LV"),
     ("validate_theory.py", ["--LV", "1,8"], "--LV"),
@@ -166,7 +167,7 @@ def test_validate_theory_script_end_to_end(tmp_path):
 def test_theory_figures_script_end_to_end_and_replot(tmp_path):
     out = tmp_path / "tf"
     r = run("theory_figures.py", ["--L", "4", "--V", "3", "--n-P", "3", "--chains", "2", "--draws", "10",
-                                  "--softmax-points", "2", "--out", str(out)])
+                                  "--softmax-points", "2", "--curve-points", "8", "--out", str(out)])
     assert r.returncode == 0, r.stderr[-2000:]
     t = json.loads((out / "theory.json").read_text())
     assert t["L"] == 4 and len(t["P"]) == 3 and set(t["transitions"]) == {
