@@ -16,6 +16,8 @@ class AdamMethod(Method):
     prefix = "adam"
     config = {"adam_seeds": 4, "adam_steps": 300, "adam_lr": 2e-2, "adam_rtol": 1e-3}
     csv_columns = ("adam_cG", "adam_n_global", "adam_loss", "adam_test_loss")
+    json_key = "adam_global"
+    result_type = AdamSummary
 
     def enabled(self, ctx):
         return bool(ctx.cfg["adam_seeds"])
@@ -41,11 +43,7 @@ class AdamMethod(Method):
         return AdamSummary(int(mask.sum()), int(mask.size), **{
             k: float(np.mean(pick(k))) for k in ("c1", "cG", "abs_rho", "loss", "coverage", "test_loss")}), arrays
 
-    def to_json(self, r):
-        return {"adam_global": r.to_json()}
 
-    def from_json(self, d):
-        return None if d.get("adam_global") is None else AdamSummary.from_json(d["adam_global"])
 
     def csv_cells(self, p):
         ad = p.adam

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 
 from copyjax.data import sampled_stats
 from copyjax.hyper import Hyper
+from copyjax.schema import _maybe
 
 
 @dataclass
@@ -73,13 +74,18 @@ class Method:
         raise NotImplementedError
 
     # the result's JSON: its keys at the top level of the point's JSON (file layout of
-    # docs/phase_diagram.md), and back
+    # docs/phase_diagram.md), and back. By default one section, ``json_key`` (the name unless
+    # the file layout predates the method), holding ``result_type``'s JSON; methods whose
+    # result spans several keys override both.
+    json_key: str | None = None
+    result_type: Any = None
+
     def to_json(self, result) -> dict:
-        return {self.name: result.to_json()}
+        return {self.json_key or self.name: result.to_json()}
 
     def from_json(self, d: dict):
         """The result from a point's JSON, None where it did not run."""
-        raise NotImplementedError
+        return _maybe(self.result_type, d.get(self.json_key or self.name))
 
     def csv_cells(self, point) -> dict:
         """``csv_columns`` -> value for a point where it ran (``point.<name>`` is not None)."""

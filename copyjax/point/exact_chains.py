@@ -33,6 +33,7 @@ class ExactMethod(Method):
                    "exact_nested_rhat_cG", "exact_ess_cG", "exact_branches_disagree", "exact_prior_cG",
                    "exact_copy_cG", "exact_acceptance", "exact_n_stuck", "exact_n_opposite_family",
                    "exact_abs_rho_opposite")
+    result_type = ExactSummary
 
     def enabled(self, ctx):
         return bool(ctx.cfg["exact_chains"])
@@ -50,8 +51,6 @@ class ExactMethod(Method):
                    "stuck": run.stuck}
         return exact_posterior.summarize_exact(run, EXACT_KEYS[act]), arrays
 
-    def from_json(self, d):
-        return None if d.get("exact") is None else ExactSummary.from_json(d["exact"])
 
     def csv_cells(self, p):
         ex, lin = p.exact, p.activation == "linear"

@@ -42,6 +42,7 @@ class ExactMAPMethod(Method):
     prefix = "exact_map"
     config = {"exact_map_steps": 0, "exact_map_lr": 0.05}
     csv_columns = ("exact_map_cG", "exact_map_basins")
+    result_type = ExactMAP
 
     def enabled(self, ctx):
         return ctx.cfg["exact_map_steps"] > 0
@@ -56,8 +57,6 @@ class ExactMAPMethod(Method):
         result = ExactMAP([float(c) for c in cG], [float(v) for v in logp], int(np.argmax(logp)))
         return result, {"G": np.asarray(G), "cG": cG, "logp": logp}
 
-    def from_json(self, d):
-        return None if d.get(self.name) is None else ExactMAP.from_json(d[self.name])
 
     def csv_cells(self, p):
         r = p.exact_map

@@ -16,6 +16,8 @@ class OPNutsMethod(Method):
     prefix = "op"
     config = {"op_chains": 16, "op_draws": 50}
     csv_columns = ("op_cG", "op_cG_sd")
+    json_key = "theory_posterior_sampled"
+    result_type = OPSummary
 
     def enabled(self, ctx):
         return bool(ctx.cfg["op_chains"])
@@ -33,11 +35,7 @@ class OPNutsMethod(Method):
                                       **{k: None for k in OP_OBSERVABLES if k not in keys})
         return summary, {k: s.draws[k] for k in keys}
 
-    def to_json(self, r):
-        return {"theory_posterior_sampled": r.to_json()}
 
-    def from_json(self, d):
-        return None if d.get("theory_posterior_sampled") is None else OPSummary.from_json(d["theory_posterior_sampled"])
 
     def csv_cells(self, p):
         return {"op_cG": p.op_nuts.cG.mean, "op_cG_sd": p.op_nuts.cG.sd}

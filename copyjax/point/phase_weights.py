@@ -16,6 +16,8 @@ class PhaseWeightsMethod(Method):
     config = {"free_energy": None}
     csv_columns = ("exact_fe_cG", "exact_fe_cG_sd", "exact_fe_cG_mcse", "exact_fe_copy_weight",
                    "exact_fe_copy_weight_sd")
+    json_key = "exact_free_energy"
+    result_type = PhaseWeights
 
     def enabled(self, ctx):
         ex = ctx.done.get("exact")
@@ -35,11 +37,7 @@ class PhaseWeightsMethod(Method):
             minima_cG=pr.minima_centres, acceptance_min=float(urun.acceptance.min()))
         return result, {"edges": pr.edges, "F": pr.F, "F_sd": pr.F_sd}
 
-    def to_json(self, r):
-        return {"exact_free_energy": r.to_json()}
 
-    def from_json(self, d):
-        return None if d.get("exact_free_energy") is None else PhaseWeights.from_json(d["exact_free_energy"])
 
     def csv_cells(self, p):
         fe = p.free_energy
