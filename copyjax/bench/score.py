@@ -34,7 +34,7 @@ from scipy import stats as sps
 from copyjax import chains
 from copyjax._checks import check_size
 from copyjax.bench.task import Reference
-from copyjax.network import Params, init_params, observables
+from copyjax.network import Params, init_params, logdensity_from_stats, observables
 
 Z_MAX = 4.0  # bias and sd tolerances, in standard errors
 RHAT_MAX = 1.1
@@ -82,7 +82,7 @@ def run(ref: Reference, build, step_size: float, *, start: str, n_chains: int, n
     ``start`` ("exact" or "prior"), observing c_G and the loss every ``thin`` steps from step 0."""
     t = ref.task
     stats, h = t.stats(), t.hyper
-    logdensity = lambda pos: observables(Params(pos["W"], pos["G"]), stats, h, t.activation)["logpost"]
+    logdensity = lambda pos: logdensity_from_stats(Params(pos["W"], pos["G"]), stats, h, t.activation)
     observe = lambda pos: {k: v for k, v in observables(Params(pos["W"], pos["G"]), stats, h, t.activation).items()
                            if k in ("cG", "loss")}
     alg = build(logdensity, step_size)
