@@ -403,14 +403,14 @@ def softmax_windows(L: int, spacing: float = 0.09) -> SoftmaxWindows:
 
 def softmax_phase_weights(key, stats, hyper, *, spacing: float = 0.09, kappa: float = 400.0,
                           num_steps: int = 900, chains_per_window: int = 1, progress: bool = False,
-                          desc: str = "umbrella") -> tuple[Profile, Recombined, UmbrellaRun]:
+                          desc: str = "umbrella", devices=None) -> tuple[Profile, Recombined, UmbrellaRun]:
     """Softmax at the data ``stats: (L, L, V, V)``: umbrella windows ``softmax_windows``,
     recombined by MBAR; the profile over a_G with the pooling / copy weights and the posterior
-    mean of a_G."""
+    mean of a_G. ``devices``: as ``sample_umbrella``'s (default all of ``jax.devices()``)."""
     L = stats.shape[0]
     win = softmax_windows(L, spacing)
     run = sample_umbrella(key, stats, hyper, "softmax", win.centers, kappa=kappa, num_steps=num_steps,
-                          chains_per_window=chains_per_window, progress=progress, desc=desc)
+                          chains_per_window=chains_per_window, progress=progress, desc=desc, devices=devices)
     rec = recombine(run)
     return profile(rec, run, 0, win.edges, win.divide, coordinate="op"), rec, run
 

@@ -339,7 +339,13 @@ def _bisect(pred, lo, hi, iters=40, rtol=1e-5):
 
 def _softmax_transitions(L, V, hyper, form, P_lo, P_hi, n_scan=None):
     n_scan = n_scan or (20 if form == "posterior" else 48)
-    mins = lambda P: minima(P, L, V, "softmax", hyper, form, P_max=P_hi)
+    seen: dict[float, list] = {}  # the scan and the bisections ask for the same P again
+
+    def mins(P):
+        if P not in seen:
+            seen[P] = minima(P, L, V, "softmax", hyper, form, P_max=P_hi)
+        return seen[P]
+
     grid = np.geomspace(P_lo, P_hi, n_scan)
     two = [len(mins(P)) >= 2 for P in grid]
     if not any(two):

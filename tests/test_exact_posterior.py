@@ -78,14 +78,15 @@ def test_nested_rhat():
 
 
 @pytest.mark.parametrize("act", ["softmax", "linear"])
-def test_exact_sampler_matches_fixed_step_mala(act):
+def test_exact_sampler_matches_fixed_step_mala(act, one_device):
     # small problem where plain MALA mixes: the adaptive sampler (Adam warm-up, per-chain
     # steps, two start families) must give the same a_G / |c_G| mean within 4 combined MCSE,
     # and the same sd
     L, V, P = 5, 3, 80
     h = cj.default_hyper(act, L)
     st = cj.sufficient_stats(cj.sample_tokens(jax.random.key(3), P, L, V), V).astype(jnp.float64)
-    run = X.sample_exact_posterior(jax.random.key(4), st, h, act, n_chains=32, num_steps=1500, thin=5)
+    run = X.sample_exact_posterior(jax.random.key(4), st, h, act, n_chains=32, num_steps=1500, thin=5,
+                                   devices=one_device)
     summ = X.summarize_exact(run)
     assert summ.n_stuck == 0 and not summ.branches_disagree
     assert summ.cG.rhat < 1.05 and summ.cG.nested_rhat < 1.05
@@ -93,7 +94,7 @@ def test_exact_sampler_matches_fixed_step_mala(act):
     G0 = jnp.sqrt(h.sigma_g2) * jax.random.normal(jax.random.key(5), (64, L, L))
     obs = lambda G: cj.reported_order_parameters(cj.attention(G, act), act)
     ref = C.run_algorithm(jax.random.key(6), S.mala_marginal(st, h, act, 5 * eps), G0, obs,
-                          schedule=C.Schedule(3000, 1000, 10))
+                          schedule=C.Schedule(3000, 1000, 10), layout=C.Layout(devices=one_device))
     b = C.summarize(ref.draws["cG"])
     a = summ.cG
     assert abs(a.mean - b.mean) < 4 * np.hypot(a.mcse, b.mcse), (a, b)

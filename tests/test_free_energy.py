@@ -69,7 +69,7 @@ def test_bad_arguments_are_value_errors():
         FE.sample_umbrella(k, stats, h, "softmax", [0.0], kappa=10.0, num_steps=50, temps=(-1.0,))
 
 
-def test_umbrella_mean_equals_plain_chains_where_they_mix():
+def test_umbrella_mean_equals_plain_chains_where_they_mix(one_device):
     """At L = 6, V = 4, P = 120 (one minimum; plain exact chains mix), the posterior mean of a_G
     recombined from 12 biased windows equals the mean of 16 unbiased adaptive-MALA chains
     within 4 combined standard errors (MBAR's asymptotic error on subsampled draws; the plain
@@ -81,11 +81,12 @@ def test_umbrella_mean_equals_plain_chains_where_they_mix():
     stats = cj.sampled_stats(jax.random.key(5), P, L, V).astype(jnp.float32)
     centers = np.linspace(-0.6, 3.0, 12)
     run = FE.sample_umbrella(jax.random.key(6), stats, h, act, centers, kappa=12.0, num_steps=1500,
-                             chains_per_window=2)
+                             chains_per_window=2, devices=one_device)
     rec = FE.recombine(run)
     assert float(rec.result.grad_norm) < 1e-8
     pr = FE.profile(rec, run, 0, np.linspace(-0.2, 1.0, 40), 0.3, coordinate="op")
-    plain = X.sample_exact_posterior(jax.random.key(7), stats, h, act, n_chains=16, num_steps=1500, thin=5)
+    plain = X.sample_exact_posterior(jax.random.key(7), stats, h, act, n_chains=16, num_steps=1500, thin=5,
+                                   devices=one_device)
     s = X.summarize_exact(plain, ("cG",)).cG
     assert s.rhat < 1.05
     se = np.hypot(pr.mean_sd, s.mcse)
@@ -130,7 +131,7 @@ def test_mean_coordinate_and_its_starts():
                            coordinate="rho")
 
 
-def test_linear_umbrella_on_rho_gives_the_plain_chains_moments():
+def test_linear_umbrella_on_rho_gives_the_plain_chains_moments(one_device):
     """Linear attention, L = 6, V = 4, P = 150 (above the onset; plain chains mix): windows on
     rho = c_1 + c_G recombined by MBAR give the posterior mean and variance of |rho| of 16
     unbiased chains within 4 combined standard errors (the plain chains' variance error from
@@ -140,14 +141,15 @@ def test_linear_umbrella_on_rho_gives_the_plain_chains_moments():
     h = cj.default_hyper(act, L)
     stats = cj.sampled_stats(jax.random.key(8), P, L, V).astype(jnp.float32)
     run = FE.sample_umbrella(jax.random.key(9), stats, h, act, np.linspace(-1.5, 1.5, 11), kappa=8.0,
-                             num_steps=1500, chains_per_window=2, coordinate="mean")
+                             num_steps=1500, chains_per_window=2, coordinate="mean", devices=one_device)
     rec = FE.recombine(run)
     pr = FE.profile(rec, run, 0, np.linspace(0.0, 2.0, 21), 0.0, coordinate="abs_rho", phase="family",
                     mean_of="abs_rho")
     # at L = 6 the copy amplitude is too small to make g = c_1 + L c_G and s = L rho disagree
     # in sign: the opposite family has no draws and weight 0
     assert np.all(rec.family == 1) and pr.weights.tolist() == [0.0, 1.0] and pr.log_ratio == np.inf
-    plain = X.sample_exact_posterior(jax.random.key(10), stats, h, act, n_chains=16, num_steps=1500, thin=5)
+    plain = X.sample_exact_posterior(jax.random.key(10), stats, h, act, n_chains=16, num_steps=1500, thin=5,
+                                    devices=one_device)
     s = X.summarize_exact(plain, ("cG", "abs_rho")).abs_rho
     assert s.rhat < 1.05
     assert abs(pr.mean - s.mean) < 4 * np.hypot(pr.mean_sd, s.mcse), (pr.mean, pr.mean_sd, s)
@@ -156,3 +158,58 @@ def test_linear_umbrella_on_rho_gives_the_plain_chains_moments():
     assert pr.var_sd > 0
     assert abs(pr.var - var_plain) < 4 * np.hypot(pr.var_sd, var_se), (pr.var, pr.var_sd, var_plain, var_se)
     assert pr.weights.sum() == pytest.approx(1.0, abs=1e-9)
+
+
+def test_two_phase_window_at_L20_against_plain_chains_and_the_theory(one_device):
+    """Inside a two-phase window at a size where plain chains still cross the barrier:
+    softmax, L = 20, V = 32, P = 1742 (the theory's posterior-form equal-mass point), data
+    seed 0. The exact posterior has two minima of F(a_G) (pooling near 0.03, copy near 0.39)
+    and a barrier of about 4-5 nats; 32 plain adaptive-MALA chains cross it about 40 times in
+    5000 steps, so they are an independent exact reference for the phase weights.
+
+    Checks: (1) umbrella + MBAR finds both minima; (2) its log(copy / pooling) equals the
+    plain chains' within 4 combined standard errors (MBAR's asymptotic error; the plain
+    chains' from the ESS of the phase indicator, 19 here, so their error is itself
+    rough to ~20 %); (3) F(a_G) equals the theory's quadrature profile
+    (op_posterior.softmax_aG_profile) within 4 of the bin's MBAR error plus 0.5 nat, in every
+    bin where the theory's F is below 8 nats. The 0.5 nat is the mean-field theory's own
+    error, which at L = 64 is 3 % of the barrier (docs/free_energy.md) and is smaller here.
+
+    Power, measured at these settings and seeds (`python benchmarks/two_phase_small.py --planted
+    --chains 32 --steps 5000 --chains-per-window 1`): correct code z = +0.8, F excess -1.1
+    nats (excess = max over bins of |F - F_theory| - 4 sd - 0.5; must be < 0); the MBAR
+    energies with kappa x 0.5 / x 2 (a mismatch between the bias sampled and the one removed):
+    excess +1.2 / +4.9; the posterior of P x 0.97 sequences (a transition shifted by 3 %, or a
+    likelihood tempered by 0.97): z = -5.2, excess +4.2, and one minimum."""
+    from copyjax import op_posterior as OP
+    from copyjax.chains import summarize
+
+    L, V, P = 20, 32, 1742
+    h = cj.default_hyper("softmax", L)
+    stats = cj.sampled_stats(jax.random.key(0), P, L, V).astype(jnp.float32)
+    win = FE.softmax_windows(L)
+    pr, _, run = FE.softmax_phase_weights(jax.random.key(2), stats, h, num_steps=900, devices=one_device)
+    assert len(pr.minima) == 2, pr.minima_centres
+    lo, hi = pr.minima_centres
+    assert lo < win.divide < hi
+
+    plain = X.sample_exact_posterior(jax.random.key(1), stats, h, "softmax", n_chains=32, num_steps=5000, thin=5,
+                                   devices=one_device)
+    phase = (np.asarray(plain.samples.draws["cG"]) >= win.divide).astype(float)
+    assert np.abs(np.diff(phase, axis=1)).sum() >= 20  # the plain chains do cross (else no reference)
+    s = summarize(phase)
+    p, p_se = s.mean, s.mcse
+    lr_plain, lr_plain_sd = np.log(p / (1 - p)), p_se / (p * (1 - p))  # delta method
+    z = (pr.log_ratio - lr_plain) / np.hypot(pr.log_ratio_sd, lr_plain_sd)
+    assert abs(z) < 4, (pr.log_ratio, pr.log_ratio_sd, lr_plain, lr_plain_sd)
+
+    th = OP.softmax_aG_profile(P, L, V, win.edges, win.divide, h)
+    Ft = np.asarray(th.F)
+    ok = np.isfinite(pr.F) & (Ft < 8)
+    assert ok.sum() >= 20
+    excess = np.abs(pr.F - Ft)[ok] - 4 * pr.F_sd[ok] - 0.5
+    assert excess.max() < 0, (excess.max(), pr.F[ok], Ft[ok])
+    # the recombination must use the bias the chains sampled: kappa off by 2x either way fails
+    for wrong in (0.5, 2.0):
+        bad = FE.profile(FE.recombine(run._replace(kappa=run.kappa * wrong)), run, 0, win.edges, win.divide)
+        assert (np.abs(bad.F - Ft)[ok] - 4 * bad.F_sd[ok] - 0.5).max() > 0, wrong

@@ -42,7 +42,7 @@ def test_sgld_bias_on_gaussian_is_first_order_in_step_size():
     assert 0.85 < order < 1.15, order
 
 
-def test_sgld_on_network_matches_exact_marginal():
+def test_sgld_on_network_matches_exact_marginal(one_device):
     # SGLD on (W, G) must reproduce the posterior of the copy order parameter that MALA gives on
     # exp(-S_P(G)) (W integrated out exactly). P = 200 at L = 4, V = 3: the data dominate (exact
     # mean c_G 0.661, sd 0.067; prior draws have mean -0.004), so a wrong likelihood weight
@@ -60,10 +60,12 @@ def test_sgld_on_network_matches_exact_marginal():
     ks = jax.random.split(jax.random.key(4), n)
     init = jax.vmap(lambda k: N.init_params(k, L, V, h, jnp.float64))(ks)
     s1 = C.run_algorithm(jax.random.key(6), S.sgld(st, h, act, 2e-3), init,
-                         lambda p: N.observables(p, st, h, act), schedule=C.Schedule(6000, 2000, 20))
+                         lambda p: N.observables(p, st, h, act), schedule=C.Schedule(6000, 2000, 20),
+                         layout=C.Layout(devices=one_device))
     exact = lambda stats: C.summarize(C.run_algorithm(
         jax.random.key(7), S.mala_marginal(stats, h, act, 0.05), init.G,
-        lambda G: {"cG": cj.order_parameters(cj.attention(G, act))[1]}, schedule=C.Schedule(3000, 1000, 20)).draws["cG"])
+        lambda G: {"cG": cj.order_parameters(cj.attention(G, act))[1]}, schedule=C.Schedule(3000, 1000, 20),
+        layout=C.Layout(devices=one_device)).draws["cG"])
     a, b = C.summarize(s1.draws["cG"]), exact(st)
     # SGLD's 200 draws per chain give R-hat 1.06 over 512 chains (slow drift between chains,
     # within the ESS-based error); 1.1 flags chains that have not left their starts
