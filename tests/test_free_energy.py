@@ -209,6 +209,10 @@ def test_two_phase_window_at_L20_against_plain_chains_and_the_theory(one_device)
     assert ok.sum() >= 20
     excess = np.abs(pr.F - Ft)[ok] - 4 * pr.F_sd[ok] - 0.5
     assert excess.max() < 0, (excess.max(), pr.F[ok], Ft[ok])
+    # The exact P* (equal mass) as a regression: at the theory's P* the log-odds equal the
+    # theory's within 4 MBAR errors. The log-odds move 5.8 nats per 3 % of P here (the
+    # planted shift), so this pins the exact P* at L = 20 to about 2 % (4 x 1.0 nats).
+    assert abs(pr.log_ratio - th.log_ratio) < 4 * pr.log_ratio_sd, (pr.log_ratio, th.log_ratio)
     # the recombination must use the bias the chains sampled: kappa off by 2x either way fails
     for wrong in (0.5, 2.0):
         bad = FE.profile(FE.recombine(run._replace(kappa=run.kappa * wrong)), run, 0, win.edges, win.divide)
