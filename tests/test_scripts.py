@@ -51,9 +51,17 @@ def run(script, args):
     ("bench_samplers.py", ["--num-steps", "40", "--thin", "10"], "--num-steps / --thin must be >= 9"),
     ("bench_samplers.py", ["--activation", "relu"], "--activation"),
     ("bench_samplers.py", ["--data-seed", "-1"], "--data-seed must be >= 0"),
+    ("llc.py", ["--P", "1"], "--P must be >= 2"),
+    ("llc.py", ["--gamma", "0"], "--gamma must be a finite number > 0"),
+    ("llc.py", ["--nbeta", "-3"], "--nbeta must be a finite number > 0"),
+    ("llc.py", ["--chains", "1"], "--chains must be >= 2"),
+    ("llc.py", ["--steps", "10"], "--steps must be >= 30"),
+    ("llc.py", ["--activation", "relu"], "--activation"),
+    ("llc.py", ["--L", "1"], "--L must be >= 2"),
 ])
 def test_bad_arguments_exit_2(script, args, word, tmp_path):
-    has_out = script in ("theory_figures.py", "validate_theory.py", "scaling.py", "free_energy.py", "bench_samplers.py")
+    has_out = script in ("theory_figures.py", "validate_theory.py", "scaling.py", "free_energy.py", "bench_samplers.py",
+                         "llc.py")
     r = run(script, args if "--out" in args or not has_out else args + ["--out", str(tmp_path)])
     assert_cli_error(r, word)
 
@@ -180,3 +188,43 @@ def test_theory_figures_script_end_to_end_and_replot(tmp_path):
     r = run("theory_figures.py", ["--replot", "--out", str(out)])
     assert r.returncode == 0, r.stderr[-2000:]
     assert {p.name for p in out.glob("*.png")} == pngs
+
+
+def test_llc_script_end_to_end_resume_and_a_row_recomputed(tmp_path):
+    """scripts/llc.py at a tiny size writes llc.json with the documented fields and one
+    inputs_<i>.npz per row; a rerun reuses every row; a row recomputed from its npz alone
+    (statistics from the tokens, copyjax.llc with another chain key) agrees within 4 combined
+    Monte Carlo errors; the same --out with another configuration is refused."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import copyjax as cj
+    from copyjax import llc
+
+    out = tmp_path / "llc"
+    args = ["--L", "4", "--V", "3", "--P", "60", "200", "--activation", "softmax", "--chains", "4", "--steps", "600",
+            "--adam-steps", "200", "--no-progress", "--out", str(out)]
+    r = run("llc.py", args)
+    assert r.returncode == 0, r.stderr[-2000:]
+    d = json.loads((out / "llc.json").read_text())
+    rows = d["rows"]
+    assert len(rows) >= 2 and {r["P"] for r in rows} == {60, 200}
+    for k in ("activation", "P", "phase", "nbeta", "gamma", "llc_exact", "llc_exact_se", "rhat", "loss_star"):
+        assert all(k in row for row in rows), k
+    assert (out / "llc.png").exists()
+    r2 = run("llc.py", args)
+    assert r2.returncode == 0 and "lambda_hat" not in r2.stdout  # nothing recomputed
+    assert json.loads((out / "llc.json").read_text())["rows"] == rows
+
+    row = rows[-1]
+    z = np.load(out / row["inputs"])
+    assert z["tokens"].shape == (row["P"], 4)
+    st = cj.sufficient_stats(jnp.asarray(z["tokens"]), 3).astype(jnp.float64)
+    again = llc.estimate_llc(jax.random.key(123), st, z["W_star"], z["G_star"], "softmax", nbeta=row["nbeta"],
+                             gamma=row["gamma"], n_chains=4, num_steps=1200)
+    assert again.loss_star == pytest.approx(row["loss_star"], rel=1e-12)
+    assert abs(again.llc - row["llc_exact"]) < 4 * np.hypot(again.llc_se, row["llc_exact_se"]), (again.llc, row)
+
+    r3 = run("llc.py", args[:-1] + [str(out), "--steps", "900"])
+    assert_cli_error(r3, "--out")
