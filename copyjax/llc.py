@@ -141,6 +141,26 @@ class LLCResult(NamedTuple):
     left_phase: float = float("nan")
 
 
+def _checked(stats, W_star, G_star, activation, nbeta, gamma, n_chains, num_steps, burn_in, min_burn_in):
+    """The arguments ``estimate_llc`` and ``sgld_llc`` share, checked once: (n_chains, num_steps,
+    burn_in (default a third), nbeta (default P / log P), gamma, W_star, G_star as arrays)."""
+    check_activation(activation)
+    n_chains = check_size("n_chains", n_chains, 2)
+    num_steps = check_size("num_steps", num_steps, 2)
+    burn_in = num_steps // 3 if burn_in is None else check_burn_in(burn_in, num_steps, minimum=min_burn_in)
+    if nbeta is None:
+        nbeta = default_nbeta(float(stats_size(stats)))
+    check_positive("nbeta", nbeta)
+    check_positive("gamma", gamma)
+    L, V = stats.shape[0], stats.shape[-1]
+    W_star, G_star = jnp.asarray(W_star), jnp.asarray(G_star)
+    if W_star.shape != (V, V):
+        raise ValueError(f"W_star must have shape (V, V) = {(V, V)}, got {W_star.shape}")
+    if G_star.shape != (L, L):
+        raise ValueError(f"G_star must have shape (L, L) = {(L, L)}, got {G_star.shape}")
+    return n_chains, num_steps, burn_in, float(nbeta), float(gamma), W_star, G_star
+
+
 def estimate_llc(key, stats, W_star, G_star, activation: str, *, nbeta: float | None = None,
                  gamma: float = 100.0, n_chains: int = 8, num_steps: int = 2000, burn_in: int | None = None,
                  thin: int = 1, initial_step_size: float | None = None, devices=None,
@@ -153,22 +173,9 @@ def estimate_llc(key, stats, W_star, G_star, activation: str, *, nbeta: float | 
     0.73 -> 0.13 at P = 1000; docs/llc.md). Its price: the W block's data curvature,
     ``nbeta / (P L)`` times K's eigenvalues (about nbeta / V), is then small against gamma, so
     lambda_hat is far below its large-n limit (``regular_w_llc`` gives the W block's share)."""
-    check_activation(activation)
-    n_chains = check_size("n_chains", n_chains, 2)
-    num_steps = check_size("num_steps", num_steps, 2)
-    burn_in = num_steps // 3 if burn_in is None else check_burn_in(burn_in, num_steps, minimum=1)
-    P = float(stats_size(stats))
-    if nbeta is None:
-        nbeta = default_nbeta(P)
-    check_positive("nbeta", nbeta)
-    check_positive("gamma", gamma)
-    nbeta, gamma = float(nbeta), float(gamma)
+    n_chains, num_steps, burn_in, nbeta, gamma, W_star, G_star = _checked(
+        stats, W_star, G_star, activation, nbeta, gamma, n_chains, num_steps, burn_in, 1)
     L, V = stats.shape[0], stats.shape[-1]
-    W_star, G_star = jnp.asarray(W_star), jnp.asarray(G_star)
-    if W_star.shape != (V, V):
-        raise ValueError(f"W_star must have shape (V, V) = {(V, V)}, got {W_star.shape}")
-    if G_star.shape != (L, L):
-        raise ValueError(f"G_star must have shape (L, L) = {(L, L)}, got {G_star.shape}")
     dtype = jax.dtypes.canonicalize_dtype(jnp.float64)
     G0 = jnp.broadcast_to(G_star.astype(dtype), (n_chains, L, L))
     eps0 = 1e-2 / math.sqrt(1.0 + nbeta / V) if initial_step_size is None else initial_step_size
@@ -268,16 +275,10 @@ def sgld_llc(key, stats, W_star, G_star, activation: str, *, step_size: float, n
     from copyjax.chains import run_algorithm
     from copyjax.network import Params
 
-    check_activation(activation)
-    n_chains = check_size("n_chains", n_chains, 2)
-    num_steps = check_size("num_steps", num_steps, 2)
-    burn_in = num_steps // 3 if burn_in is None else check_burn_in(burn_in, num_steps, minimum=0)
-    P = float(stats_size(stats))
-    nbeta = default_nbeta(P) if nbeta is None else nbeta
-    check_positive("nbeta", nbeta)
-    check_positive("gamma", gamma)
+    n_chains, num_steps, burn_in, nbeta, gamma, W_star, G_star = _checked(
+        stats, W_star, G_star, activation, nbeta, gamma, n_chains, num_steps, burn_in, 0)
     dtype = jax.dtypes.canonicalize_dtype(jnp.float64)
-    W_star, G_star = jnp.asarray(W_star, dtype), jnp.asarray(G_star, dtype)
+    W_star, G_star = W_star.astype(dtype), G_star.astype(dtype)
 
     def logdensity(p):
         return -(nbeta * mean_loss(p.W, p.G, stats, activation) + 0.5 * gamma * jnp.sum((p.W - W_star) ** 2)
@@ -294,7 +295,7 @@ def sgld_llc(key, stats, W_star, G_star, activation: str, *, step_size: float, n
     loss_star = float(mean_loss(W_star, G_star, stats, activation))
     if s is None:
         return SGLDLLC(float("nan"), float("nan"), float("nan"), int(bad.sum()), float(step_size), loss)
-    return SGLDLLC(float(nbeta) * (s.mean - loss_star), float(nbeta) * s.mcse, s.rhat, int(bad.sum()),
+    return SGLDLLC(nbeta * (s.mean - loss_star), nbeta * s.mcse, s.rhat, int(bad.sum()),
                    float(step_size), loss)
 
 
