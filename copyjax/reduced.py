@@ -108,7 +108,7 @@ def linear_posterior_action(z, P, L: int, V: int, hyper):
 
 
 def newton_root(residual, x0, *, steps: int = 40, max_step: float = 2.0, jacobian=None,
-                levenberg: bool = False, objective=None):
+                levenberg: bool = False, objective=None, with_jacobian: bool = False):
     """Newton's method for ``residual(x) = 0`` from ``x0: (n,)``, a fixed number of steps
     (jit/vmap safe), each step clipped to ``max_step`` per coordinate. ``jacobian``: default
     ``jax.jacfwd(residual)``. ``levenberg``: shift a symmetric Jacobian (a Hessian) until
@@ -116,11 +116,12 @@ def newton_root(residual, x0, *, steps: int = 40, max_step: float = 2.0, jacobia
     1, 1/2, ..., 1/64 of each step that lowers it (robust on stiff actions; plain steps can
     jump between basins, which the multi-start search for every minimum relies on).
     The theory's one Newton solver: minima (``newton_minimize``) and the mean-field
-    self-consistency equations."""
+    self-consistency equations. ``with_jacobian``: ``residual(x)`` returns ``(r, J)`` in one
+    evaluation (where both come from one expensive pass)."""
     jac = jax.jacfwd(residual) if jacobian is None else jacobian
 
     def body(x, _):
-        r, J = residual(x), jac(x)
+        r, J = residual(x) if with_jacobian else (residual(x), jac(x))
         if levenberg:
             shift = jnp.maximum(0.0, 1e-6 - jnp.min(jnp.linalg.eigvalsh(J))) + 1e-9
             J = J + shift * jnp.eye(x.shape[0], dtype=x.dtype)
@@ -269,16 +270,27 @@ def softmax_free_energy(m, P, L: int, V: int, hyper, law: RowLaw):
     return Phi, x, y
 
 
-def row_moments(m, law: RowLaw):
+def row_table(law: RowLaw):
+    """``(n, p, logw)``, each ``(n_z, n_bulk)``: a row's squared norm, copy weight and log
+    prior weight on the law's grid, the part of ``row_moments`` that does not depend on the
+    multipliers (compute it once outside a loop over m)."""
+    n, p = _row_stats(law)
+    return n, p, law.logw[:, None] - jnp.log(law.log_z1.shape[0])
+
+
+def row_moments(m, law: RowLaw, table=None):
     """``Lambda`` and its first two derivatives at ``m = (lam_a, mu_g)`` in one pass:
     the tilted mean ``(x, y)`` and covariance ``(C_nn, C_np, C_pp)`` of a row's (n, p).
     Same values as autodiff of ``row_cumulant``, but its own gradient is one reverse
     pass (nested ``jax.hessian`` under ``jax.grad`` costs several): this is what makes
-    NUTS in order-parameter space affordable."""
-    n, p = _row_stats(law)
-    logits = law.logw[:, None] - jnp.log(law.log_z1.shape[0]) + m[..., 0] * n + m[..., 1] * p
-    Lam = jax.nn.logsumexp(logits)
-    w = jnp.exp(logits - Lam)
+    NUTS in order-parameter space affordable. ``table``: ``row_table(law)``, precomputed."""
+    n, p, logw = row_table(law) if table is None else table
+    logits = logw + m[..., 0] * n + m[..., 1] * p
+    top = jax.lax.stop_gradient(jnp.max(logits))
+    e = jnp.exp(logits - top)  # one exp per grid point (logsumexp then exp(logits - Lam) took two)
+    Z = jnp.sum(e)
+    Lam = top + jnp.log(Z)
+    w = e / Z
     x, y = jnp.sum(w * n), jnp.sum(w * p)
     dn, dp = n - x, p - y
     return Lam, x, y, jnp.sum(w * dn * dn), jnp.sum(w * dn * dp), jnp.sum(w * dp * dp)
@@ -304,6 +316,33 @@ def softmax_mf_map(m, P, L: int, V: int, hyper, law: RowLaw):
     x, y = jax.grad(row_cumulant, argnums=(0, 1))(m[0], m[1], law)
     dFa, dFg = jax.grad(sector_action, argnums=(0, 2))(L * x, L, L * y, L, P, L, V, hyper)
     return -jnp.stack([dFa, dFg])
+
+
+def softmax_mf_newton(m0, P, L: int, V: int, hyper, law: RowLaw, steps: int = 30, max_step: float = 5.0):
+    """Newton on the mean field's self-consistency ``m = softmax_mf_map(m)`` from ``m0: (2,)``,
+    with its Jacobian in closed form, ``I + L Hess F(a, g) Cov(n, p)`` (the tilted covariance
+    is ``d(x, y)/dm``), from one pass over the row law per evaluation (``row_moments`` on a
+    precomputed ``row_table``); autodiff's ``jacfwd`` through ``jax.grad(row_cumulant)``
+    costs several passes and recomputes the table each step. Returns ``(m, max |residual|,
+    Phi, x, y, lowest eigenvalue of softmax_mf_hessian)`` at the last iterate."""
+    table = row_table(law)
+
+    def parts(m):
+        Lam, x, y, cnn, cnp, cpp = row_moments(m, law, table)
+        F = lambda v: sector_action(v[0], L, v[1], L, P, L, V, hyper)
+        ag = jnp.stack([L * x, L * y])
+        C = jnp.array([[cnn, cnp], [cnp, cpp]])
+        return Lam, x, y, C, jax.grad(F)(ag), jax.hessian(F)(ag)
+
+    def resid_and_jac(m):
+        *_, C, dF, HF = parts(m)
+        return m + dF, jnp.eye(2, dtype=m.dtype) + L * HF @ C
+
+    m = newton_root(resid_and_jac, m0, steps=steps, max_step=max_step, with_jacobian=True)
+    Lam, x, y, C, dF, HF = parts(m)
+    Phi = sector_action(L * x, L, L * y, L, P, L, V, hyper) + L * (m[0] * x + m[1] * y - Lam)
+    H = L**2 * HF + L * jnp.linalg.inv(C)
+    return m, jnp.max(jnp.abs(m + dF)), Phi, x, y, jnp.linalg.eigvalsh(H)[0]
 
 
 def softmax_mf_hessian(m, P, L: int, V: int, hyper, law: RowLaw):
@@ -337,6 +376,6 @@ def sector_loss(a, r, g, s, P, L: int, V: int, hyper, average_w: bool = True):
 
 __all__ = ["aG_from_y", "copy_ansatz", "law_for", "linear_energy", "linear_posterior_action",
            "linear_profile", "linear_residual_saddle", "newton_minimize", "newton_root", "pattern_scalars",
-           "residual_dims", "row_cumulant", "row_law", "ROW_LAW_SEED", "row_moments", "RowLaw",
+           "residual_dims", "row_cumulant", "row_law", "ROW_LAW_SEED", "row_moments", "row_table", "RowLaw",
            "sector_action", "sector_loss", "softmax_aG", "softmax_energy", "softmax_free_energy",
-           "softmax_mf_hessian", "softmax_mf_map", "softmax_posterior_action", "span_scalars"]
+           "softmax_mf_hessian", "softmax_mf_map", "softmax_mf_newton", "softmax_posterior_action", "span_scalars"]

@@ -201,14 +201,7 @@ def linear_family_minima(P, L: int, V: int, hyper: Hyper, form: str = "posterior
 
 @lru_cache(maxsize=64)
 def _mf_solver(L, V, hyper):
-    def solve(m, P, law):
-        T = lambda m: reduced.softmax_mf_map(m, P, L, V, hyper, law)
-        resid = lambda m: m - T(m)
-        m = reduced.newton_root(resid, m, steps=30, max_step=5.0)
-        Phi, x, y = reduced.softmax_free_energy(m, P, L, V, hyper, law)
-        H = reduced.softmax_mf_hessian(m, P, L, V, hyper, law)
-        return m, jnp.max(jnp.abs(resid(m))), Phi, x, y, jnp.linalg.eigvalsh(H)[0]
-
+    solve = lambda m, P, law: reduced.softmax_mf_newton(m, P, L, V, hyper, law, steps=30, max_step=5.0)
     return jax.jit(jax.vmap(solve, (0, None, None)))
 
 

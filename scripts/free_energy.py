@@ -53,7 +53,7 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=positive_int("--steps"), default=1200, help="MALA steps per chain (a third burn-in)")
     ap.add_argument("--out", default="runs/free_energy", help="output directory")
     ap.add_argument("--no-theory", action="store_true",
-                    help="skip the theory: its posterior-form transition point (about 1.5 min for softmax) and, "
+                    help="skip the theory: its posterior-form transition point (about 40 s for softmax at L = 64) and, "
                          "softmax, its profile over a_G at each P (about 25 s per P at L = 64); needs --P; "
                          "summary.json then holds null for them")
     ap.add_argument("--no-progress", action="store_true")

@@ -43,7 +43,7 @@ def test_linear_posterior_form_table(L, V):
 def test_softmax_posterior_form_at_64_32_and_the_readme_comments():
     """The README: ``cj.transition_points(64, 32, "softmax", form="posterior").P_star  # 4225``
     and ``cj.minima(5000, 64, 32, "softmax", form="posterior")  # two minima (a_G 0.002,
-    0.539): coexistence`` (about 100 s: the mean-field bisection)."""
+    0.539): coexistence`` (about 40 s: the mean-field bisection, 12 Newton starts per P)."""
     tp = cj.transition_points(64, 32, "softmax", form="posterior")
     P_star, (lo, hi), jump, _, _ = TABLE[(64, 32, "posterior")]
     assert near(tp.P_star, P_star) and near(tp.P_spinodal_low, lo) and near(tp.P_spinodal_high, hi), tp
@@ -62,7 +62,7 @@ def test_the_theory_is_right_with_x64_off():
     # A user without jax_enable_x64 (the library never sets it globally) gets the published
     # numbers: the theory runs in float64 inside its calls and leaves the flag off. Before,
     # float32 gave P* 5633 for the 64/32 posterior form and missed the copy minimum at P = 5000.
-    # Run in a subprocess: this test process has x64 on (conftest). The posterior P* (100 s) is
+    # Run in a subprocess: this test process has x64 on (conftest). The posterior P* (40 s) is
     # pinned by the test above; here the MAP P* and the README's minima.
     import os
     import subprocess

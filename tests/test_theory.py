@@ -229,3 +229,19 @@ def test_theory_front_checks_its_input():
     with pytest.raises(ValueError, match="activation"):
         T.transition_points(16, 8, "relu")
 
+
+
+def test_mean_field_newton_jacobian_is_the_autodiff_jacobian():
+    # softmax_mf_newton's closed-form Jacobian I + L Hess F Cov(n, p) must be d/dm of the
+    # residual m - softmax_mf_map(m): one unclipped Newton step from it equals one step of
+    # newton_root with autodiff's Jacobian (a wrong Jacobian gives another step, and over 30
+    # steps other roots or none); 30 steps land on the same root.
+    L, V, P = 16, 8, 300.0
+    hyper = cj.default_hyper("softmax", L)
+    law = R.law_for(L, hyper, P)
+    resid = lambda m: m - R.softmax_mf_map(m, P, L, V, hyper, law)
+    for m0 in (jnp.array([-3.0, 9.0]), jnp.array([-0.2, 1.0])):
+        for steps in (1, 30):
+            m_new = R.softmax_mf_newton(m0, P, L, V, hyper, law, steps=steps, max_step=1e6)[0]
+            m_old = R.newton_root(resid, m0, steps=steps, max_step=1e6)
+            np.testing.assert_allclose(m_new, m_old, rtol=1e-9, atol=1e-9)
