@@ -8,7 +8,7 @@ found here as the minimum of their convex objective
 
     F(f) = sum_n log sum_k N_k exp(f_k - u_kn) - sum_k N_k f_k
 
-with optax's L-BFGS. Any further state (a target density, the target restricted to a bin or
+by Newton's method on its exact Hessian. Any further state (a target density, the target restricted to a bin or
 a phase) is evaluated on the same samples, and the asymptotic covariance of all free
 energies comes from the thin SVD of the weight matrix (Kong et al. 2003; Shirts & Chodera
 2008, eq. D8 in the form pymbar calls "svd-ew").
@@ -58,12 +58,16 @@ def _check(u_kn, N_k):
     return u_kn, N_k.astype(u_kn.dtype)
 
 
-def solve(u_kn, N_k, *, tol: float = 1e-10, max_iter: int = 1000) -> MBARResult:
+def solve(u_kn, N_k, *, tol: float = 1e-10, max_iter: int = 1000, f0=None) -> MBARResult:
     """MBAR free energies of the sampled states. ``u_kn: (K, N)`` float64, ``N_k: (K,)``
-    (samples ordered by state is not required). Raises ``ValueError`` for bad shapes or a
-    float32 input; check ``grad_norm < tol`` for convergence."""
+    (samples ordered by state is not required); ``f0: (K,)``: a starting point (e.g. the
+    solution on the same states for a bootstrap replicate; default zeros). Raises
+    ``ValueError`` for bad shapes or a float32 input; check ``grad_norm < tol`` for convergence."""
     u_kn, N_k = _check(u_kn, N_k)
-    return _solve(u_kn, N_k, tol, max_iter)
+    f0 = jnp.zeros(u_kn.shape[0], u_kn.dtype) if f0 is None else jnp.asarray(f0, u_kn.dtype)
+    if f0.shape != (u_kn.shape[0],):
+        raise ValueError(f"f0 must be ({u_kn.shape[0]},), got {f0.shape}")
+    return _solve(u_kn, N_k, f0[1:] - f0[0], tol, max_iter)
 
 
 @jax.jit
@@ -73,30 +77,54 @@ def _objective(f_free, u_kn, N_k):
     return (jnp.sum(ld) - jnp.dot(N_k, f)) / u_kn.shape[1]
 
 
-def _solve(u_kn, N_k, tol, max_iter):
-    K = u_kn.shape[0]
-    fun = lambda f: _objective(f, u_kn, N_k)
-    opt = optax.lbfgs()
-    vg = optax.value_and_grad_from_state(fun)
+def _solve(u_kn, N_k, f0, tol, max_iter):
+    # pymbar's "adaptive" scheme: each iteration takes the better (lower objective) of a
+    # Newton step on the exact Hessian, H = diag(sum_n N_k W_nk) - (N W)^T (N W) (one
+    # (K, N) x (N, K) product), backtracked until the objective does not rise, and a
+    # self-consistent step f_k <- -log sum_n exp(-u_kn - log_denominator_n). Far from the
+    # solution (states hundreds of nats apart, most with no weight) the Hessian is near
+    # singular and the self-consistent step makes the progress; near it Newton converges in a
+    # few steps. optax's L-BFGS took ~600 iterations at 440 states (20 s); see the test.
+    N = u_kn.shape[1]
+    full = lambda f_free: jnp.concatenate([jnp.zeros(1, u_kn.dtype), f_free])
+
+    def parts(f_free):
+        logq = full(f_free)[:, None] - u_kn
+        ld = logsumexp(logq, b=N_k[:, None], axis=0)
+        NW = jnp.exp(logq - ld[None, :]) * N_k[:, None]  # (K, N): N_k W_nk, columns sum to 1
+        s = jnp.sum(NW, axis=1)
+        g = (s - N_k)[1:] / N
+        H = (jnp.diag(s) - NW @ NW.T)[1:, 1:] / N
+        return g, H, ld
 
     def step(carry):
-        f, state = carry
-        value, grad = vg(f, state=state)
-        updates, state = opt.update(grad, state, f, value=value, grad=grad, value_fn=fun)
-        return optax.apply_updates(f, updates), state
+        f, g, H, ld, it = carry
+        obj = lambda x: _objective(x, u_kn, N_k)
+        F0 = obj(f)
+        d = jnp.linalg.solve(H + 1e-12 * jnp.eye(H.shape[0], dtype=H.dtype), g)
+
+        def worse(c):  # the first of 1, 1/2, ..., 1/2^10 that does not raise the objective
+            t, k = c
+            return (k < 10) & ~(obj(f - t * d) <= F0)
+
+        t, _ = jax.lax.while_loop(worse, lambda c: (0.5 * c[0], c[1] + 1), (jnp.ones((), f.dtype), 0))
+        f_newton = f - t * d
+        f_sc = -logsumexp(-u_kn - ld[None, :], axis=1)
+        f_sc = (f_sc - f_sc[0])[1:]
+        f_sc = jnp.where(jnp.isfinite(f_sc), f_sc, f)
+        F_n = jnp.where(jnp.all(jnp.isfinite(f_newton)), obj(f_newton), jnp.inf)
+        f_new = jnp.where(F_n <= obj(f_sc), f_newton, f_sc)
+        return (f_new, *parts(f_new), it + 1)
 
     def going(carry):
-        _, state = carry
-        it = optax.tree.get(state, "count")
-        err = optax.tree.norm(optax.tree.get(state, "grad"))
-        return (it == 0) | ((it < max_iter) & (err >= tol))
+        _, g, _, _, it = carry
+        return (it < max_iter) & (jnp.linalg.norm(g) >= tol)
 
-    f0 = jnp.zeros(K - 1, u_kn.dtype)
-    f_free, state = jax.lax.while_loop(going, step, (f0, opt.init(f0)))
-    f = jnp.concatenate([jnp.zeros(1, u_kn.dtype), f_free])
+    f_free, _, _, _, iterations = jax.lax.while_loop(going, step, (f0, *parts(f0), 0))
+    f = full(f_free)
     ld = logsumexp(f[:, None] - u_kn, b=N_k[:, None], axis=0)
-    grad_norm = optax.tree.norm(jax.grad(fun)(f_free))
-    return MBARResult(f, ld, N_k, grad_norm, optax.tree.get(state, "count"))
+    grad_norm = optax.tree.norm(jax.grad(_objective)(f_free, u_kn, N_k))
+    return MBARResult(f, ld, N_k, grad_norm, iterations)
 
 
 _solve = jax.jit(_solve, static_argnames=("tol", "max_iter"))

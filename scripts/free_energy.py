@@ -43,6 +43,20 @@ def main(argv=None) -> int:
     ap.add_argument("--P", type=positive_int("--P"), nargs="+",
                     help="P values (default softmax: the theory's posterior-form P* times 0.85 0.93 1 1.08 1.2; "
                          "linear: its onset P_1 times 0.6 0.8 1 1.1 1.2 1.35 1.5 2 3 5)")
+    ap.add_argument("--scan", type=positive_int("--scan"), nargs="*", metavar="P",
+                    help="softmax: the free energy at every P in [P_lo, P_hi] from one tempered run per seed "
+                         "(windows at a ladder of tempers on the data of P0 sequences, one MBAR): --scan P_lo P_hi, "
+                         "or --scan alone for the theory's coexistence window (its posterior-form spinodals, "
+                         "3 %% beyond each) around its P*")
+    ap.add_argument("--P0", type=positive_int("--P0"),
+                    help="with --scan: the sequences sampled (default the theory's posterior-form P*, or the "
+                         "geometric middle of the scan if P* lies outside it)")
+    ap.add_argument("--temper-spacing", type=positive_float("--temper-spacing"), default=0.06,
+                    help="with --scan: the largest gap in log t between sampled tempers (overlap: see docs/free_energy.md)")
+    ap.add_argument("--scan-points", type=positive_int("--scan-points"),
+                    help="with --scan: P values reported across the scan (default four per temper interval)")
+    ap.add_argument("--bootstrap", type=nonneg_int("--bootstrap"), default=20,
+                    help="with --scan: bootstrap replicates of the draws for P*'s error (0: MBAR's error only)")
     ap.add_argument("--seeds", type=nonneg_int("--seeds"), nargs="+", default=[0], help="data seeds (one data set per seed and P)")
     ap.add_argument("--spacing", type=positive_float("--spacing"),
                     help="distance between window centres (default 0.09 in xi for softmax, 0.07 in rho for linear)")
@@ -63,6 +77,15 @@ def main(argv=None) -> int:
         ap.error("--steps must be >= 30 (a third is burn-in, the rest is thinned by 5)")
     if a.L < 4:
         ap.error("--L must be >= 4")
+    if a.scan is not None:
+        if a.activation != "softmax":
+            ap.error("--scan is for softmax (the equal-weight point P*); linear: give --P")
+        if len(a.scan) not in (0, 2) or (len(a.scan) == 2 and a.scan[0] >= a.scan[1]):
+            ap.error(f"--scan takes nothing or P_lo P_hi with P_lo < P_hi, got {a.scan}")
+        if a.P:
+            ap.error("--scan and --P exclude each other")
+        if a.no_theory and not a.scan:
+            ap.error("--no-theory with --scan needs the range: --scan P_lo P_hi")
 
     import jax
     import jax.numpy as jnp
@@ -80,10 +103,12 @@ def main(argv=None) -> int:
     spacing = a.spacing or (0.07 if linear else 0.09)
     kappa = a.kappa or (1000.0 if linear else 400.0)
     hyper = cj.default_hyper(act, L)
-    if a.no_theory and not a.P:
+    if a.no_theory and not a.P and a.scan is None:
         ap.error("--no-theory needs --P (the default P grid is built around the theory's transition)")
     tp = None if a.no_theory else cj.transition_points(L, V, act, hyper, "posterior")
     theory_P = None if tp is None else (tp.P_onset if linear else tp.P_star)
+    if a.scan is not None:
+        return scan(a, L, V, hyper, tp, ap)
     if a.P:
         Ps = sorted(set(a.P))
     else:
@@ -282,17 +307,110 @@ def main(argv=None) -> int:
         "barrier_at_P_star": (float(np.nanmean(bars)) if np.isfinite(bars := np.array(
             [v["barrier_at_P_star"] for v in per_seed.values()], float)).any() else None),
         "per_seed": {str(k): v for k, v in per_seed.items()},
+        "method": "per-P", "n_umbrella_runs": len(a.seeds) * len(Ps),
         "points": [{k: results[(s, P)].get(k) for k in ("seed", "P", "weights", "weights_sd", "log_ratio",
                                                            "log_ratio_sd", "mean", "mean_sd", "minima_op", "barrier",
                                                            "theory_log_ratio", "theory_minima_op")}
                    for s in a.seeds for P in Ps],
         "wall_s": time.perf_counter() - t_all,
     }
+    # seconds: the sampling and MBAR of every point, also those reused from an earlier run
+    summary["seconds"] = float(sum(r.get("wall_s", 0.0) for r in results.values()))
     write_json(os.path.join(a.out, "summary.json"), summary)
 
     plotting.free_energy(summary, [results[(a.seeds[0], P)] for P in Ps], os.path.join(a.out, "free_energy"))
     print(f"P* = {summary['P_star']} +- {summary['P_star_err']}; summary.json and free_energy.png in {a.out} "
           f"({summary['wall_s']:.0f} s)")
+    return 0
+
+
+def scan(a, L: int, V: int, hyper, tp, ap) -> int:
+    """--scan: one tempered umbrella run per seed, MBAR over (window, temper), the log-odds and
+    the mean a_G across [P_lo, P_hi], P* (MBAR error, bootstrap), barrier, spinodals."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import copyjax as cj
+    from copyjax import free_energy as FE
+    from copyjax.plots import free_energy as plotting
+    from copyjax.results import read_json, write_json
+
+    theory_P = None if tp is None else tp.P_star
+    if a.scan:
+        P_lo, P_hi = map(float, a.scan)
+    elif tp is None or tp.P_star is None:
+        ap.error(f"the theory has no first-order transition at L={L}, V={V}: give --scan P_lo P_hi")
+    else:
+        P_lo, P_hi = 0.97 * tp.P_spinodal_low, 1.03 * tp.P_spinodal_high
+    P0 = a.P0 or (int(round(theory_P)) if theory_P and P_lo <= theory_P <= P_hi else int(round(np.sqrt(P_lo * P_hi))))
+    spacing, kappa = a.spacing or 0.09, a.kappa or 400.0
+    temps, t_grid = FE.scan_tempers(P0, P_lo, P_hi, a.temper_spacing, a.scan_points)
+    win = FE.softmax_windows(L, spacing)
+    cfg = dict(L=L, V=V, activation="softmax", spacing=spacing, kappa=kappa, steps=a.steps,
+               chains_per_window=a.chains_per_window, n_windows=int(win.centers.size), P0=P0, P_lo=P_lo, P_hi=P_hi,
+               temper_spacing=a.temper_spacing, n_temps=int(temps.size), n_targets=int(t_grid.size),
+               bootstrap=a.bootstrap)
+    os.makedirs(os.path.join(a.out, "points"), exist_ok=True)
+    print(f"copyjax free energy scan, L={L}, V={V}, softmax: P in [{P_lo:.0f}, {P_hi:.0f}] from data of P0 = {P0} "
+          f"sequences; {temps.size} tempers x {win.centers.size} windows x {a.chains_per_window} chains, "
+          f"{a.steps} steps, kappa={kappa}; {t_grid.size} P values; theory (posterior form) P* = {theory_P}; "
+          f"seeds {a.seeds}", flush=True)
+    t_all = time.perf_counter()
+    per_seed = {}
+    for seed in a.seeds:
+        path = os.path.join(a.out, "points", f"scan_seed{seed}.json")
+        if os.path.exists(path) and (old := read_json(path)).get("config") == cfg:
+            per_seed[seed] = old
+        else:
+            t0 = time.perf_counter()
+            key = jax.random.fold_in(jax.random.key(seed), P0)  # the per-P run's data at P = P0
+            stats = cj.sampled_stats(jax.random.fold_in(key, 0), P0, L, V).astype(jnp.float32)
+            sc, rec, run = FE.softmax_scan(jax.random.fold_in(key, 1), stats, hyper, P_lo, P_hi,
+                                           temper_spacing=a.temper_spacing, n_grid=a.scan_points, spacing=spacing,
+                                           kappa=kappa, num_steps=a.steps, chains_per_window=a.chains_per_window,
+                                           n_boot=a.bootstrap, progress=not a.no_progress, desc=f"seed {seed} scan")
+            fin = lambda x: None if x is None or not np.isfinite(x) else float(x)
+            per_seed[seed] = {
+                "config": cfg, "seed": seed, "P0": P0, "temps": sc.temps.tolist(), "P": sc.P.tolist(),
+                "log_ratio": _listed(sc.log_ratio), "log_ratio_sd": _listed(sc.log_ratio_sd),
+                "mean": _listed(sc.mean), "mean_sd": _listed(sc.mean_sd), "copy_weight": _listed(sc.copy_weight),
+                "copy_weight_sd": _listed(sc.copy_weight_sd), "barrier": _listed(sc.barrier),
+                "n_minima": sc.n_minima.tolist(), "P_star": fin(sc.P_star), "P_star_err": fin(sc.P_star_err),
+                "P_star_boot_sd": fin(sc.P_star_boot_sd), "P_star_boot": _listed(sc.P_star_boot),
+                "barrier_at_P_star": fin(sc.barrier_at_P_star), "spinodal_low": sc.spinodal_low,
+                "spinodal_high": sc.spinodal_high, "n_kept": rec.n_kept,
+                "mbar_grad_norm": float(rec.result.grad_norm), "acceptance_min": float(run.acceptance.min()),
+                # profiles at the sampled tempers, for the figure
+                "profiles": [{"P": float(p.P), "edges": p.edges.tolist(), "F": _listed(p.F), "F_sd": _listed(p.F_sd),
+                              "weights": p.weights.tolist(), "log_ratio": p.log_ratio, "log_ratio_sd": p.log_ratio_sd}
+                             for p in sc.profiles if np.any(np.isclose(p.t, sc.temps))],
+                "wall_s": time.perf_counter() - t0}
+            write_json(path, per_seed[seed])
+        r = per_seed[seed]
+        f = lambda x, fmt=".0f": "none" if x is None else format(x, fmt)
+        print(f"  seed {seed}: P* = {f(r['P_star'])} +- {f(r['P_star_err'])} (MBAR), bootstrap sd "
+              f"{f(r['P_star_boot_sd'])}; barrier at P* {f(r['barrier_at_P_star'], '.1f')} nats; two minima from "
+              f"P = {f(r['spinodal_low'])} to {f(r['spinodal_high'])} (none: the scan's edge); "
+              f"{r['wall_s']:.0f} s", flush=True)
+    ps = np.array([np.nan if r["P_star"] is None else r["P_star"] for r in per_seed.values()], float)
+    errs = [max(r["P_star_err"] or 0.0, r["P_star_boot_sd"] or 0.0) for r in per_seed.values()]
+    bars = np.array([np.nan if r["barrier_at_P_star"] is None else r["barrier_at_P_star"] for r in per_seed.values()])
+    n_ok = int(np.isfinite(ps).sum())
+    summary = {
+        "config": cfg, "method": "scan", "n_umbrella_runs": len(a.seeds), "theory_P_star": theory_P,
+        "P_star": float(np.nanmean(ps)) if n_ok else None,
+        # several seeds: the spread over data sets; one: the larger of MBAR's and the bootstrap's error
+        "P_star_err": float(np.nanstd(ps, ddof=1) / np.sqrt(n_ok)) if n_ok > 1 else (errs[0] if n_ok else None),
+        "barrier_at_P_star": float(np.nanmean(bars)) if np.isfinite(bars).any() else None,
+        "seeds": a.seeds, "per_seed": {str(s): {k: v for k, v in r.items() if k != "profiles"} for s, r in per_seed.items()},
+        "seconds": float(sum(r["wall_s"] for r in per_seed.values())), "wall_s": time.perf_counter() - t_all,
+    }
+    summary["scan"] = {str(s): {k: r[k] for k in ("P", "log_ratio", "log_ratio_sd")} for s, r in per_seed.items()}
+    write_json(os.path.join(a.out, "summary.json"), summary)
+    plotting.free_energy(summary, per_seed[a.seeds[0]]["profiles"], os.path.join(a.out, "free_energy"))
+    print(f"P* = {summary['P_star']} +- {summary['P_star_err']} (theory, posterior form: {theory_P}); "
+          f"summary.json and free_energy.png in {a.out} ({summary['seconds']:.0f} s sampling + MBAR)")
     return 0
 
 

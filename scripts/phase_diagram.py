@@ -17,6 +17,8 @@ import time
 from _cli import (SGLD_STARTS, add_compile_cache_option, enable_compile_cache, nonneg_int, positive_float,
                   positive_int)
 
+DEFAULT_FREE_ENERGY_STEPS = 300  # umbrella steps per window: ~20 s for the one window point at L = 64
+
 PRESETS = {
     "default": dict(chains=8, steps=200, adam_seeds=4, adam_steps=300, n_P=6, op_chains=16, op_draws=50,
                     exact_chains=16, exact_steps=None),
@@ -72,12 +74,15 @@ def parser():
                          "default: 900 softmax, 1800 linear, whose copy direction mixes slower)")
     ap.add_argument("--exact-warmup", type=nonneg_int("--exact-warmup"),
                     help="Adam steps on -log p(G) before the MALA steps (default: 100 softmax, 0 linear)")
-    ap.add_argument("--free-energy", action="store_true",
-                    help="softmax points where the exact chains' start families disagree (inside the "
-                         "coexistence window): weigh the two phases by umbrella sampling + MBAR on the "
-                         "same data (copyjax.free_energy; about 3 min per such point at L = 64 on 2 cores)")
-    ap.add_argument("--free-energy-steps", type=positive_int("--free-energy-steps"), default=900,
-                    help="MALA steps per umbrella window with --free-energy")
+    ap.add_argument("--no-free-energy", action="store_true",
+                    help="skip the free energy: by default, at softmax points where the exact chains' start "
+                         "families disagree (inside the coexistence window), the two phases are weighed by "
+                         "umbrella sampling + MBAR on the same data (copyjax.free_energy), and the posterior's "
+                         "mean a_G and phase weights are reported from it")
+    ap.add_argument("--free-energy", action="store_true", help=argparse.SUPPRESS)  # the default since 0.2.0 (kept so that old command lines run)
+    ap.add_argument("--free-energy-steps", type=positive_int("--free-energy-steps"),
+                    help="MALA steps per umbrella window (default 300: about 1 min per such point at L = 64 "
+                         "on 2 cores; 900 for errors a third smaller on the log-odds)")
     ap.add_argument("--exact-map-steps", type=nonneg_int("--exact-map-steps"), default=0,
                     help="Adam steps on -log p(G | data) from a prior and a copy start: the exact posterior's "
                          "MAP of G (copyjax.point.exact_map; 0: none)")
@@ -121,10 +126,12 @@ def build_config(a, ap):
         ap.error("--sgld-starts exact needs exact-posterior chains (--exact-chains > 0)")
     if a.P_min and a.P_max and a.P_min >= a.P_max:
         ap.error(f"--P-min ({a.P_min}) must be smaller than --P-max ({a.P_max})")
+    free_energy = exact_chains > 0 and not a.no_free_energy  # the exact chains find the window
     if a.free_energy and not exact_chains:
         ap.error("--free-energy needs exact-posterior chains (--exact-chains > 0): they find the window")
-    if a.free_energy and a.free_energy_steps < 30:
-        ap.error(f"--free-energy-steps must be >= 30, got {a.free_energy_steps}")
+    fe_steps = DEFAULT_FREE_ENERGY_STEPS if a.free_energy_steps is None else a.free_energy_steps
+    if free_energy and fe_steps < 30:
+        ap.error(f"--free-energy-steps must be >= 30, got {fe_steps}")
     cfg = {
         "L": a.L, "V": a.V, "activations": acts, "chains": pick(a.chains, "chains"),
         "steps": pick(a.steps, "steps"), "step_size": a.step_size, "batch": a.batch,
@@ -139,8 +146,8 @@ def build_config(a, ap):
     }
     if a.batch and a.batch_layout != "independent":  # only when asked (earlier configurations keep their hash)
         cfg["batch_layout"] = a.batch_layout
-    if a.free_energy:  # only when asked: configurations of earlier runs keep their hash
-        cfg["free_energy"] = {"steps": a.free_energy_steps}
+    if free_energy:
+        cfg["free_energy"] = {"steps": fe_steps}
     if a.exact_map_steps:  # likewise
         cfg["exact_map_steps"] = a.exact_map_steps
     return cfg

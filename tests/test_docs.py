@@ -34,7 +34,7 @@ def test_phase_diagram_option_table_matches_the_code():
     assert t[("--exact-chains", "--exact-steps")] == (f"{d['exact_chains']}; {DEFAULT_EXACT_STEPS['softmax']} softmax, "
                                                      f"{DEFAULT_EXACT_STEPS['linear']} linear")
     assert t[("--P-min", "--P-max", "--n-P")] == f"from theory, {d['n_P']}"
-    assert t[("--free-energy", "--free-energy-steps")] == f"off, {default('--free-energy-steps')}"
+    assert t[("--no-free-energy", "--free-energy-steps")] == f"on, {pd.DEFAULT_FREE_ENERGY_STEPS}"
     assert t[("--seed",)] == str(default("--seed"))
     assert t[("--exact-map-steps",)] == str(default("--exact-map-steps"))
     assert "default 32" not in (ROOT / "docs" / "phase_diagram.md").read_text()

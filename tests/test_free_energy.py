@@ -217,3 +217,30 @@ def test_two_phase_window_at_L20_against_plain_chains_and_the_theory(one_device)
     for wrong in (0.5, 2.0):
         bad = FE.profile(FE.recombine(run._replace(kappa=run.kappa * wrong)), run, 0, win.edges, win.divide)
         assert (np.abs(bad.F - Ft)[ok] - 4 * bad.F_sd[ok] - 0.5).max() > 0, wrong
+
+
+def test_scan_reweights_across_P_to_the_plain_chains_on_scaled_counts(one_device):
+    """softmax_scan on the data of P0 = 120 sequences (L = 6, V = 4: one minimum, plain chains
+    mix) gives, at a P between its sampled tempers, the posterior mean of a_G that plain exact
+    chains give on the counts t C (beta -> t beta), within 4 combined standard errors; its
+    mean a_G rises with P (more data, more copy). Planted bug, measured on this run: MBAR's
+    target energies taken at the neighbouring temper of t_grid (an off-by-one in the temper
+    index) puts the reweighted mean at z = -5.4 (and breaks the rise at the first target); the
+    correct energies give z = -0.14."""
+    L, V, P0 = 6, 4, 120
+    h = cj.default_hyper("softmax", L)
+    stats = cj.sampled_stats(jax.random.key(5), P0, L, V).astype(jnp.float32)
+    sc, rec, run = FE.softmax_scan(jax.random.key(6), stats, h, 60.0, 240.0, temper_spacing=0.35, spacing=0.3,
+                                   kappa=40.0, num_steps=600, chains_per_window=2, n_boot=3, devices=one_device)
+    assert float(rec.result.grad_norm) < 1e-8
+    assert sc.temps.size == 5 and sc.P[0] == pytest.approx(60.0) and sc.P[-1] == pytest.approx(240.0)
+    assert np.all(np.diff(sc.mean) > 0), sc.mean
+    i = int(np.argmin(np.abs(sc.P - 202.0)))  # t = 2^0.75, between the tempers sqrt(2) and 2
+    t = sc.P[i] / P0
+    assert not np.any(np.isclose(t, sc.temps))  # a target between sampled tempers: reweighted
+    plain = X.sample_exact_posterior(jax.random.key(7), stats * t, h, "softmax", n_chains=16, num_steps=1500,
+                                     thin=5, devices=one_device)
+    s = X.summarize_exact(plain, ("cG",)).cG
+    assert s.rhat < 1.05
+    z = (sc.mean[i] - s.mean) / np.hypot(sc.mean_sd[i], s.mcse)
+    assert abs(z) < 4, (sc.mean[i], sc.mean_sd[i], s.mean, s.mcse)

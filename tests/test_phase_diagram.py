@@ -50,7 +50,8 @@ def test_end_to_end_writes_results_and_plots(first_run):
     assert set(p) >= {"theory_map", "theory_posterior", "sgld_prior", "sgld_exact", "adam_global",
                       "theory_posterior_sampled", "exact"}
     assert "sgld_copy" not in p  # not a default start
-    assert "exact_free_energy" not in p  # only with --free-energy
+    # on by default, but only where the exact start families disagree
+    assert ("exact_free_energy" in p) == p["exact"]["branches_disagree"]
     assert p["exact"]["cG"]["n_chains"] == 4 and p["theory_posterior_sampled"]["cG"]["n_chains"] == 2
     assert p["exact"]["cG"]["prior"]["n_chains"] == 2 and p["exact"]["cG"]["copy"]["n_chains"] == 2
     assert len(p["exact"]["acceptance"]) == 4 and isinstance(p["exact"]["branches_disagree"], bool)
@@ -99,7 +100,7 @@ def test_mismatched_out_is_refused(first_run):
     (["--exact-steps", "10"], "--exact-steps"), (["--exact-chains", "0", "--sgld-starts", "exact"], "--sgld-starts"),
     (["--op-chains", "-2"], "--op-chains"),
     (["--exact-chains", "0", "--free-energy"], "--free-energy"),
-    (["--free-energy", "--free-energy-steps", "10"], "--free-energy-steps"),
+    (["--free-energy-steps", "10"], "--free-energy-steps"),
     (["--adam-lr", "0"], "--adam-lr"), (["--adam-lr", "inf"], "> 0"), (["--beta", "-1"], "--beta"),
     (["--sigma-w2", "0"], "--sigma-w2"), (["--sigma-g2", "nan"], "--sigma-g2"),
     (["--batch-layout", "diagonal"], "--batch-layout"), (["--batch", "-3"], "--batch"),
@@ -155,10 +156,14 @@ def test_free_energy_weighs_the_phases_where_the_start_families_disagree(monkeyp
     assert arrays["fe_F"].shape == (arrays["fe_edges"].size - 1,)
     row = dict(zip(PT.csv_columns(), PT.csv_row(s)))
     assert row["exact_fe_cG"] == fe.cG.mean and row["exact_fe_copy_weight"] == fe.copy_weight
+    # the posterior's a_G is the free energy's where the branches disagree: the result, not a blank
+    assert row["exact_cG"] == fe.cG.mean and row["exact_cG_sd"] == fe.cG.sd
     # the typed point survives its JSON (compared as JSON text: NaN != NaN, e.g. no barrier)
     text = json.dumps(s.to_json())
     assert json.dumps(type(s).from_json(json.loads(text)).to_json()) == text
-    assert "free energy (MBAR)" in PT.point_line(s)
+    line = PT.point_line(s)
+    assert "exact posterior (free energy) a_G" in line and "copy mass" in line and "TWO BRANCHES" not in line
+    assert "start families disagree" in line  # the branches stay, as detail
 
 
 def test_a_one_point_grid_draws_its_theory_lines():

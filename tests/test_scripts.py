@@ -90,6 +90,35 @@ def test_free_energy_script_end_to_end_and_resume(act, keys, tmp_path):
     assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "points").iterdir()} == before
 
 
+def test_free_energy_scan_script_end_to_end_and_resume(tmp_path):
+    """scripts/free_energy.py --scan at L = 4, V = 3: one tempered run, summary.json with the
+    per-P keys plus method "scan", n_umbrella_runs 1 and seconds, the log-odds across the scan,
+    the figure; a rerun reuses the saved scan; --scan with linear or a bad range is refused."""
+    import json
+
+    args = ["--L", "4", "--V", "3", "--scan", "20", "40", "--P0", "30", "--temper-spacing", "0.3", "--steps", "60",
+            "--spacing", "0.3", "--bootstrap", "3", "--no-theory", "--no-progress", "--out", str(tmp_path)]
+    r = run("free_energy.py", args)
+    assert r.returncode == 0, r.stderr[-2000:]
+    s = json.loads(Path(tmp_path / "summary.json").read_text())
+    assert {"P_star", "P_star_err", "theory_P_star", "barrier_at_P_star", "method", "n_umbrella_runs",
+            "seconds"} <= set(s)
+    assert s["method"] == "scan" and s["n_umbrella_runs"] == 1 and s["seconds"] > 0
+    c = s["scan"]["0"]
+    assert c["P"][0] == pytest.approx(20) and c["P"][-1] == pytest.approx(40) and len(c["log_ratio"]) == len(c["P"])
+    import numpy as np
+
+    temps = np.array(s["per_seed"]["0"]["temps"])  # sampled tempers: even in log t, at most 0.3 apart
+    assert temps[0] * 30 == pytest.approx(20) and temps[-1] * 30 == pytest.approx(40)
+    assert np.allclose(np.diff(np.log(temps)), np.log(2) / (len(temps) - 1)) and np.log(2) / (len(temps) - 1) <= 0.3
+    assert (tmp_path / "free_energy.png").stat().st_size > 0
+    before = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "points").iterdir()}
+    assert run("free_energy.py", args).returncode == 0
+    assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "points").iterdir()} == before
+    assert_cli_error(run("free_energy.py", ["--activation", "linear", "--scan"]), "--scan is for softmax")
+    assert_cli_error(run("free_energy.py", ["--scan", "40", "20"]), "P_lo < P_hi")
+
+
 def test_free_energy_vs_L_reads_summaries(tmp_path):
     """scripts/free_energy_vs_L.py: the table (mean and sd over seeds) and the figure from
     summary.json files; a missing folder is an argument error."""

@@ -39,7 +39,15 @@ def free_energy(summary: dict, points: list, out: str):
     P = np.array([p["P"] for p in points], float)
     r = np.array([p["log_ratio"] for p in points], float)
     rs = np.array([p["log_ratio_sd"] for p in points], float)
-    bx.errorbar(P, r, yerr=rs, fmt="o-", color="C0", label="exact posterior (MBAR)")
+    sc = summary.get("scan")
+    if sc:  # one tempered run: the log-odds as a continuous function of P, per data seed
+        for j, (seed, c) in enumerate(sc.items()):
+            x, y = np.asarray(c["P"], float), np.asarray(c["log_ratio"], float)
+            e = np.asarray(c["log_ratio_sd"], float)
+            bx.plot(x, y, "-", color=f"C{j}", label=f"exact posterior, one tempered run (seed {seed})")
+            bx.fill_between(x, y - e, y + e, color=f"C{j}", alpha=0.25, lw=0)
+    else:
+        bx.errorbar(P, r, yerr=rs, fmt="o-", color="C0", label="exact posterior (MBAR)")
     if all(p.get("theory_log_ratio") is not None for p in points):
         bx.plot(P, [p["theory_log_ratio"] for p in points], "s--", color="C3", ms=4, mfc="none",
                 label="theory (posterior form), same P")

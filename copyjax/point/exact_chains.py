@@ -56,9 +56,12 @@ class ExactMethod(Method):
         ex, lin = p.exact, p.activation == "linear"
         pooled = not ex.branches_disagree  # the pooled mean is the posterior's only then
         fam = ex.sign_families
+        # where the branches disagree, the posterior's a_G is the free energy's (both phases weighed)
+        fe = None if pooled else p.free_energy
+        post = ex.cG if pooled else fe.cG if fe is not None else None
         return {
-            "exact_cG": pooled and ex.cG.mean, "exact_cG_sd": pooled and ex.cG.sd,
-            "exact_cG_mcse": pooled and ex.cG.mcse, "exact_abs_rho": lin and fam.abs_rho,
+            "exact_cG": post is not None and post.mean, "exact_cG_sd": post is not None and post.sd,
+            "exact_cG_mcse": post is not None and post.mcse, "exact_abs_rho": lin and fam.abs_rho,
             "exact_loss": pooled and ex.loss.mean, "exact_rhat_cG": ex.cG.rhat,
             "exact_nested_rhat_cG": ex.cG.nested_rhat, "exact_ess_cG": ex.cG.ess,
             "exact_branches_disagree": str(ex.branches_disagree).lower(),
@@ -70,9 +73,14 @@ class ExactMethod(Method):
     def report(self, p):
         ex, lin = p.exact, p.activation == "linear"
         c = ex.cG
-        if ex.branches_disagree:
+        fe = p.free_energy if ex.branches_disagree else None
+        if fe is not None:  # the posterior from the free energy; the branches as detail
+            s = (f"exact posterior (free energy) a_G {fe.cG.mean:.3f}+-{fe.cG.mcse:.3f} (sd {fe.cG.sd:.3f}), "
+                 f"copy mass {fe.copy_weight:.3g} [chains' start families disagree: prior-start "
+                 f"{c.prior.mean:.3f}, copy-start {c.copy.mean:.3f}]")
+        elif ex.branches_disagree:
             s = (f"exact: TWO BRANCHES prior-start {c.prior.mean:.3f}, copy-start {c.copy.mean:.3f} "
-                 f"(nested R-hat {c.nested_rhat:.2f})")
+                 f"(nested R-hat {c.nested_rhat:.2f}; the free energy weighs them: drop --no-free-energy)")
         else:
             s = f"exact {c.mean:.3f}+-{c.mcse:.3f} (R-hat {c.rhat:.3f}, ESS {c.ess:.0f})"
         if lin:

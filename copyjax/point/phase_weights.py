@@ -46,8 +46,9 @@ class PhaseWeightsMethod(Method):
 
     def report(self, p):
         fe = p.free_energy
-        return (f"free energy (MBAR): a_G={fe.cG.mean:.3f}+-{fe.cG.mcse:.3f}, copy mass "
-                f"{fe.copy_weight:.3g}+-{fe.copy_weight_sd:.2g}")
+        bar = "" if not np.isfinite(fe.barrier) else f", barrier {fe.barrier:.1f} nats"
+        return (f"free energy (umbrella + MBAR): log(copy/pool) {fe.log_ratio:+.1f}+-{fe.log_ratio_sd:.1f}, "
+                f"copy mass {fe.copy_weight:.3g}+-{fe.copy_weight_sd:.2g}{bar}")
 
     def draw_order_parameter(self, ax, res, act, pts, key, label, color):
         fe = [p for p in pts if p.free_energy is not None and key == "cG"]  # the umbrella weighs a_G
