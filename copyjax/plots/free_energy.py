@@ -26,7 +26,7 @@ def free_energy(summary: dict, points: list, out: str):
         F = np.array([np.nan if v is None else v for v in p["F"]], float)
         s = np.array([np.nan if v is None else v for v in p["F_sd"]], float)
         c = cmap(i / max(1, len(points) - 1))
-        ax.plot(x, F, "-", color=c, label=f"P = {p['P']} (copy mass {p['weights'][1]:.2g})")
+        ax.plot(x, F, "-", color=c, label=f"P = {p['P']:.0f} (copy mass {p['weights'][1]:.2g})")
         ax.fill_between(x, F - s, F + s, color=c, alpha=0.25, lw=0)
         if p.get("theory_F") is not None:
             ax.plot(x, np.array([np.nan if v is None else v for v in p["theory_F"]], float), "--", color=c, lw=1)
@@ -34,7 +34,8 @@ def free_energy(summary: dict, points: list, out: str):
         ax.plot([], [], "k--", lw=1, label="theory, posterior form (same P)")
     ax.set_xlabel("a_G (copy order parameter)")
     ax.set_ylabel("F_P(a_G) - min  [nats]")
-    ax.set_title("Exact posterior (solid) and theory (dashed): F along a_G")
+    ax.set_title("Exact posterior (solid) and theory (dashed): F along a_G"
+                 if any(p.get("theory_F") is not None for p in points) else "Exact posterior: F along a_G")
     ax.legend(fontsize=7)
     P = np.array([p["P"] for p in points], float)
     r = np.array([p["log_ratio"] for p in points], float)
