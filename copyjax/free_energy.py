@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from blackjax.base import SamplingAlgorithm
+from jax.scipy.special import logsumexp
 
 from copyjax import exact_posterior
 from copyjax import mbar
@@ -478,13 +479,6 @@ def _crossing_barrier(P, barrier, P_star):
     return float((1 - w) * barrier[i] + w * barrier[i + 1])
 
 
-def _lse(a, axis):
-    m = np.max(a, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
-        return np.squeeze(m, axis) + np.log(np.sum(np.exp(a - m), axis=axis))
-
-
 def _scan_profiles(log_denominator, data, prior, op, edges, divide):
     """Free-energy profiles over ``op`` and the phases' log-odds at every temper of ``data:
     (N, n_t)`` from one MBAR solution (its per-sample ``log_denominator: (N,)``), without
@@ -497,10 +491,10 @@ def _scan_profiles(log_denominator, data, prior, op, edges, divide):
     for j in range(len(width)):
         s = b == j
         if s.any():
-            F[:, j] = -_lse(a[:, s], 1) + np.log(width[j])
+            F[:, j] = -np.asarray(logsumexp(a[:, s], axis=1)) + np.log(width[j])
     F -= np.nanmin(F, axis=1, keepdims=True)
     copy = op >= divide
-    lr = (_lse(a[:, copy], 1) - _lse(a[:, ~copy], 1)) if copy.any() and (~copy).any() else np.full(a.shape[0], np.nan)
+    lr = np.asarray(logsumexp(a[:, copy], axis=1) - logsumexp(a[:, ~copy], axis=1)) if copy.any() and (~copy).any() else np.full(a.shape[0], np.nan)
     return F, lr
 
 
