@@ -34,6 +34,7 @@ from copyjax.order import (
     sign_invariant,
 )
 from copyjax.theory import TransitionPoints, minima, theory_curve, transition_points
+from copyjax.tokens import TokenLaw, token_law
 
 __version__ = "0.2.0"
 
@@ -67,6 +68,8 @@ __all__ = [
     "streamed_tokens",
     "sufficient_stats",
     "theory_curve",
+    "token_law",
+    "TokenLaw",
     "transition_points",
     "TransitionPoints",
     "uniform_matrix",

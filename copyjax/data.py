@@ -1,4 +1,5 @@
-"""Copy-task data: i.i.d. uniform tokens, cyclic copy targets, sufficient statistics.
+"""Copy-task data: token sequences (i.i.d. uniform by default; other laws in
+``copyjax.tokens``), cyclic copy targets, sufficient statistics.
 
 The statistics ``C[m, n, a, b] = #{mu : t[mu, m] = a, t[mu, n] = b}`` (an L x L x V x V
 count tensor) are all the exact posterior over G needs (see ``copyjax.action``). They are
@@ -13,16 +14,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from copyjax import tokens as token_laws
 from copyjax._checks import check_P, check_size, check_tokens, is_concrete
 
 # Sequences per chunk when streaming: a chunk's pair codes take 2 * chunk * L^2 bytes.
 DEFAULT_CHUNK = 8192
 
 
-def sample_tokens(key, P: int, L: int, V: int) -> jax.Array:
-    """P i.i.d. uniform token sequences. Returns int32 ``(P, L)`` in ``[0, V)``."""
+def sample_tokens(key, P: int, L: int, V: int, tokens=None) -> jax.Array:
+    """P token sequences, int32 ``(P, L)`` in ``[0, V)``: i.i.d. uniform, or of the law
+    ``tokens`` (``"zipf:S"``, ``"markov:Q"`` or a ``copyjax.tokens.TokenLaw``)."""
     P, L, V = check_size("P", P, 1), check_size("L", L, 2), check_size("V", V, 2)
-    return jax.random.randint(key, (P, L), 0, V, dtype=jnp.int32)
+    return token_laws.sample(key, token_laws.token_law(tokens), P, L, V)
 
 
 def copy_targets(tokens: jax.Array) -> jax.Array:
@@ -92,15 +95,17 @@ def sufficient_stats(tokens, V: int, chunk: int = DEFAULT_CHUNK) -> jax.Array:
 
 
 def sampled_stats(key, P: int, L: int, V: int, chunk: int = DEFAULT_CHUNK,
-                  progress: bool = False) -> jax.Array:
-    """Statistics of P fresh sequences, generated and counted chunk by chunk.
+                  progress: bool = False, tokens=None) -> jax.Array:
+    """Statistics of P fresh sequences (of the law ``tokens``, default uniform), generated
+    and counted chunk by chunk.
 
-    Chunk ``c`` holds ``sample_tokens(fold_in(key, c), n_c, L, V)``; the result equals
+    Chunk ``c`` holds ``sample_tokens(fold_in(key, c), n_c, L, V, tokens)``; the result equals
     ``sufficient_stats`` of those chunks concatenated (see ``streamed_tokens``). Memory is
     bounded by the chunk size, so P = 10^7 at L = 64, V = 32 fits in well under 1 GiB.
     """
     P, L, V = check_size("P", P, 1), check_size("L", L, 2), check_size("V", V, 2)
     chunk = check_size("chunk", chunk, 1)
+    law = token_laws.token_law(tokens)
     n_full, rest = divmod(P, chunk)
     sizes = [chunk] * n_full + ([rest] if rest else [])
     it = range(len(sizes))
@@ -108,29 +113,35 @@ def sampled_stats(key, P: int, L: int, V: int, chunk: int = DEFAULT_CHUNK,
         from tqdm.auto import tqdm
 
         it = tqdm(it, desc=f"stats P={P}", unit="chunk")
-    chunks = (sample_tokens(jax.random.fold_in(key, c), sizes[c], L, V) for c in it)
+    chunks = (sample_tokens(jax.random.fold_in(key, c), sizes[c], L, V, law) for c in it)
     return _count_chunks(chunks, L, V)
 
 
-def streamed_tokens(key, P: int, L: int, V: int, chunk: int = DEFAULT_CHUNK) -> jax.Array:
-    """The tokens ``sampled_stats(key, P, L, V, chunk)`` counts, materialised (small P)."""
+def streamed_tokens(key, P: int, L: int, V: int, chunk: int = DEFAULT_CHUNK, tokens=None) -> jax.Array:
+    """The tokens ``sampled_stats(key, P, L, V, chunk, tokens=tokens)`` counts, materialised
+    (small P)."""
     P = check_size("P", P, 1)
+    law = token_laws.token_law(tokens)
     chunk = check_size("chunk", chunk, 1)
     n_full, rest = divmod(P, chunk)
     sizes = [chunk] * n_full + ([rest] if rest else [])
     return jnp.concatenate(
-        [sample_tokens(jax.random.fold_in(key, c), n, L, V) for c, n in enumerate(sizes)]
+        [sample_tokens(jax.random.fold_in(key, c), n, L, V, law) for c, n in enumerate(sizes)]
     )
 
 
-def expected_stats(P, L: int, V: int, dtype=jnp.float32) -> jax.Array:
-    """``E C = P [delta_mn I / V + (1 - delta_mn) 1 1^T / V^2]``: ``(L, L, V, V)``.
+def expected_stats(P, L: int, V: int, dtype=jnp.float32, tokens=None) -> jax.Array:
+    """``E C = P [delta_mn I / V + (1 - delta_mn) 1 1^T / V^2]``: ``(L, L, V, V)``; for
+    another law ``tokens``, ``P`` times ``copyjax.tokens.pair_law``.
 
     ``P`` may be a traced scalar (so a sweep over P does not recompile).
     """
     L, V = check_size("L", L, 2), check_size("V", V, 2)
     if is_concrete(P):
         check_P(P)
+    law = token_laws.token_law(tokens)
+    if law != token_laws.UNIFORM:
+        return jnp.asarray(P, dtype) * token_laws.pair_law(law, L, V, dtype)
     eye_L = jnp.eye(L, dtype=dtype)[:, :, None, None]
     diag = jnp.eye(V, dtype=dtype) / V
     off = jnp.full((V, V), 1.0 / V**2, dtype=dtype)

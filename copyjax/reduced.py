@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from copyjax._checks import check_size
+from copyjax.tokens import UNIFORM, marginal, token_law
 
 
 def _consts(P, L, V, hyper):
@@ -39,12 +40,16 @@ def _consts(P, L, V, hyper):
     return kappa, lam
 
 
-def sector_action(a, r, g, s, P, L: int, V: int, hyper, occam: bool = True):
+def sector_action(a, r, g, s, P, L: int, V: int, hyper, occam: bool = True, tokens=None):
     """Data part of the action at the expected statistics, from the four scalars.
 
     ``occam=False`` drops ``(V/2) log det M``, the Occam factor of integrating W out: what
     is left is ``-max_W log p(W, G | data)`` minus the G prior, the energy that joint MAP
-    training (Adam on (W, G)) minimises."""
+    training (Adam on (W, G)) minimises. ``tokens``: an i.i.d. token law
+    (``copyjax.tokens``; default uniform), see ``iid_sector_action``."""
+    law = token_law(tokens)
+    if law != UNIFORM:
+        return iid_sector_action(a, r, g, s, P, L, V, hyper, occam, law)
     kappa, lam = _consts(P, L, V, hyper)
 
     def f(x, y):
@@ -52,6 +57,42 @@ def sector_action(a, r, g, s, P, L: int, V: int, hyper, occam: bool = True):
         return occ - lam * kappa * y**2 / (1 + kappa * x)
 
     return (V - 1) * f(a, g) + f(r, s) + 0.5 * hyper.beta * P
+
+
+def _iid_law(law, V, dtype):
+    if not law.iid:
+        raise ValueError(f"tokens={law.spec!r}: the four-scalar reduction needs i.i.d. tokens (a Markov chain's "
+                         "statistics depend on the distance between positions); use the exact action on "
+                         "data.expected_stats(..., tokens=...)")
+    return marginal(law, V, dtype)
+
+
+def iid_sector_action(a, r, g, s, P, L: int, V: int, hyper, occam: bool = True, tokens=None):
+    """``sector_action`` for i.i.d. tokens of marginal p (``tokens``: zipf or uniform).
+
+    ``E C_mn = P [delta_mn D + (1 - delta_mn) p p^T]``, D = diag(p), so
+    ``K = P [a D + (r - a) p p^T]`` and ``B = P [g D + (s - g) p p^T]``: M is diagonal plus
+    rank one, ``M = Lam + k p p^T`` with ``Lam = 1 + c P a p``, ``k = c P (r - a)``,
+    ``c = beta sigma_w2 / (L V)``. The determinant lemma and Sherman-Morrison give log det M
+    and tr(B^T M^-1 B) from four sums over tokens (O(V), differentiable); for uniform p this
+    is ``sector_action``'s two-sector form."""
+    law = token_law(tokens)
+    a, r, g, s = (jnp.asarray(v) for v in (a, r, g, s))
+    dtype = jnp.result_type(a, r, g, s, P, float)  # weak float: the inputs decide (float64 under x64)
+    p = _iid_law(law, V, dtype)
+    c = hyper.beta * hyper.sigma_w2 / (L * V)
+    Lam = 1 + c * P * a[..., None] * p  # (..., V)
+    k = c * P * (r - a)
+    h = s - g
+    m2 = jnp.sum(p**2 / Lam, axis=-1)
+    m3 = jnp.sum(p**3 / Lam, axis=-1)
+    n4 = jnp.sum(p**4 / Lam**2, axis=-1)
+    U2 = jnp.sum(p**2)
+    den = 1 + k * m2
+    T = P**2 * (g**2 * m2 + 2 * g * h * m3 + h**2 * U2 * m2
+                - k / den * (g**2 * n4 + 2 * g * h * m2 * m3 + h**2 * m2**2 * U2))
+    occ = 0.5 * V * (jnp.sum(jnp.log(Lam), axis=-1) + jnp.log(den)) if occam else 0.0
+    return occ - hyper.beta**2 * hyper.sigma_w2 / (2 * L**2 * V) * T + 0.5 * hyper.beta * P
 
 
 def pattern_scalars(A):
@@ -74,7 +115,7 @@ def span_scalars(c1, cG, L):
     return q, L * rho**2, c1 + L * cG, L * rho
 
 
-def linear_energy(c, P, L: int, V: int, hyper, occam: bool = True):
+def linear_energy(c, P, L: int, V: int, hyper, occam: bool = True, tokens=None):
     """MAP-form reduced action of linear attention at ``c = (c_1, c_G)``.
 
     Equals ``exact_action(c_1 U + c_G S, expected_stats(P))``; the residual R only raises
@@ -82,7 +123,7 @@ def linear_energy(c, P, L: int, V: int, hyper, occam: bool = True):
     """
     c1, cG = c[..., 0], c[..., 1]
     q, r, g, s = span_scalars(c1, cG, L)
-    return sector_action(q, r, g, s, P, L, V, hyper, occam) + q / (2 * hyper.sigma_g2)
+    return sector_action(q, r, g, s, P, L, V, hyper, occam, tokens) + q / (2 * hyper.sigma_g2)
 
 
 def residual_dims(L: int) -> tuple[int, int]:
@@ -90,7 +131,7 @@ def residual_dims(L: int) -> tuple[int, int]:
     return L - 1, L * L - L - 1
 
 
-def linear_posterior_action(z, P, L: int, V: int, hyper):
+def linear_posterior_action(z, P, L: int, V: int, hyper, tokens=None):
     """Exact negative log posterior density (expected statistics) of linear attention in
     ``z = (c_1, c_G, u_row, u_bulk)``, ``u = log ||R_part||_F^2``.
 
@@ -103,7 +144,7 @@ def linear_posterior_action(z, P, L: int, V: int, hyper):
     t_r, t_b = jnp.exp(u_r), jnp.exp(u_b)
     q, r, g, s = span_scalars(c1, cG, L)
     a = q + t_r + t_b
-    data = sector_action(a, r + L * t_r, g, s, P, L, V, hyper)
+    data = sector_action(a, r + L * t_r, g, s, P, L, V, hyper, tokens=tokens)
     return data + a / (2 * hyper.sigma_g2) - 0.5 * d_r * u_r - 0.5 * d_b * u_b
 
 
@@ -144,21 +185,21 @@ def newton_minimize(fun, x0, *, steps: int = 40, max_step: float = 2.0, backtrac
                        levenberg=True, objective=fun if backtrack else None)
 
 
-def linear_residual_saddle(c, P, L: int, V: int, hyper):
+def linear_residual_saddle(c, P, L: int, V: int, hyper, tokens=None):
     """``(u_row, u_bulk)`` minimising the 4-d action at fixed c (the posterior form's saddle)."""
     d_r, d_b = residual_dims(L)
     u0 = jnp.log(jnp.array([d_r, d_b], dtype=c.dtype) * hyper.sigma_g2)
-    fun = lambda u: linear_posterior_action(jnp.concatenate([c, u]), P, L, V, hyper)
+    fun = lambda u: linear_posterior_action(jnp.concatenate([c, u]), P, L, V, hyper, tokens)
     return newton_minimize(fun, u0)
 
 
-def linear_profile(c, P, L: int, V: int, hyper):
+def linear_profile(c, P, L: int, V: int, hyper, tokens=None):
     """Posterior-form reduced action of linear attention in ``c = (c_1, c_G)``: the 4-d
     exact action at the saddle of the two residual norms (exact as L -> infinity, where
     the norms of L - 1 and L^2 - L - 1 Gaussian directions concentrate). ``c: (2,)``."""
-    u = jax.lax.stop_gradient(linear_residual_saddle(c, P, L, V, hyper))
+    u = jax.lax.stop_gradient(linear_residual_saddle(c, P, L, V, hyper, tokens))
     # At the saddle d/du = 0, so the gradient in c is the partial one (envelope theorem).
-    return linear_posterior_action(jnp.concatenate([c, u]), P, L, V, hyper)
+    return linear_posterior_action(jnp.concatenate([c, u]), P, L, V, hyper, tokens)
 
 
 # ----------------------------------------------------------------------------- softmax
@@ -171,13 +212,13 @@ def copy_ansatz(gamma, L: int):
     return jnp.exp(gamma - logZ), jnp.exp(-logZ)
 
 
-def softmax_energy(gamma, P, L: int, V: int, hyper, occam: bool = True):
+def softmax_energy(gamma, P, L: int, V: int, hyper, occam: bool = True, tokens=None):
     """MAP-form reduced action of softmax attention along the symmetric copy ansatz
     ``G[l, :] = gamma (e_{l-1} - 1/L)`` (zero-mean rows: the least prior cost for the
     pattern). The pattern is ``a_G S + (1 - a_G) U`` exactly, ``a_G = p - q``."""
     p, q = copy_ansatz(gamma, L)
     a = L * (p**2 + (L - 1) * q**2)
-    data = sector_action(a, L, L * p, L, P, L, V, hyper, occam)
+    data = sector_action(a, L, L * p, L, P, L, V, hyper, occam, tokens)
     return data + L * (1 - 1 / L) * gamma**2 / (2 * hyper.sigma_g2)
 
 
@@ -254,7 +295,7 @@ def row_cumulant(lam_a, mu_g, law: RowLaw):
     return jax.nn.logsumexp(logw + lam_a * n + mu_g * p)
 
 
-def softmax_free_energy(m, P, L: int, V: int, hyper, law: RowLaw):
+def softmax_free_energy(m, P, L: int, V: int, hyper, law: RowLaw, tokens=None):
     """Mean-field action of softmax attention at multipliers ``m = (lam_a, mu_g)``.
 
     Rows are i.i.d. logistic-normal under the prior and couple only through
@@ -266,7 +307,7 @@ def softmax_free_energy(m, P, L: int, V: int, hyper, law: RowLaw):
     """
     lam_a, mu_g = m[..., 0], m[..., 1]
     Lam, (x, y) = jax.value_and_grad(row_cumulant, argnums=(0, 1))(lam_a, mu_g, law)
-    Phi = sector_action(L * x, L, L * y, L, P, L, V, hyper) + L * (lam_a * x + mu_g * y - Lam)
+    Phi = sector_action(L * x, L, L * y, L, P, L, V, hyper, tokens=tokens) + L * (lam_a * x + mu_g * y - Lam)
     return Phi, x, y
 
 
@@ -296,11 +337,11 @@ def row_moments(m, law: RowLaw, table=None):
     return Lam, x, y, jnp.sum(w * dn * dn), jnp.sum(w * dn * dp), jnp.sum(w * dp * dp)
 
 
-def softmax_posterior_action(m, P, L: int, V: int, hyper, law: RowLaw):
+def softmax_posterior_action(m, P, L: int, V: int, hyper, law: RowLaw, tokens=None):
     """Negative log posterior density of the mean-field macrostate in the coordinates
     ``m = (lam_a, mu_g)``: ``Phi - log det Hess Lambda`` (Jacobian of m -> (x, y))."""
     Lam, x, y, cnn, cnp, cpp = row_moments(m, law)
-    Phi = sector_action(L * x, L, L * y, L, P, L, V, hyper) + L * (m[0] * x + m[1] * y - Lam)
+    Phi = sector_action(L * x, L, L * y, L, P, L, V, hyper, tokens=tokens) + L * (m[0] * x + m[1] * y - Lam)
     return Phi - jnp.log(cnn * cpp - cnp**2)
 
 
@@ -309,16 +350,17 @@ def aG_from_y(y, L: int):
     return (L * y - 1) / (L - 1)
 
 
-def softmax_mf_map(m, P, L: int, V: int, hyper, law: RowLaw):
+def softmax_mf_map(m, P, L: int, V: int, hyper, law: RowLaw, tokens=None):
     """The self-consistency map of the mean field: ``m -> (-dF/da, -dF/dg)`` at
     ``(a, g) = L grad Lambda(m)``. Its fixed points are the stationary points of
     ``Psi(x, y) = F(L x, L, L y, L) + L I(x, y)``."""
     x, y = jax.grad(row_cumulant, argnums=(0, 1))(m[0], m[1], law)
-    dFa, dFg = jax.grad(sector_action, argnums=(0, 2))(L * x, L, L * y, L, P, L, V, hyper)
+    dFa, dFg = jax.grad(sector_action, argnums=(0, 2))(L * x, L, L * y, L, P, L, V, hyper, True, tokens)
     return -jnp.stack([dFa, dFg])
 
 
-def softmax_mf_newton(m0, P, L: int, V: int, hyper, law: RowLaw, steps: int = 30, max_step: float = 5.0):
+def softmax_mf_newton(m0, P, L: int, V: int, hyper, law: RowLaw, steps: int = 30, max_step: float = 5.0,
+                      tokens=None):
     """Newton on the mean field's self-consistency ``m = softmax_mf_map(m)`` from ``m0: (2,)``,
     with its Jacobian in closed form, ``I + L Hess F(a, g) Cov(n, p)`` (the tilted covariance
     is ``d(x, y)/dm``), from one pass over the row law per evaluation (``row_moments`` on a
@@ -329,7 +371,7 @@ def softmax_mf_newton(m0, P, L: int, V: int, hyper, law: RowLaw, steps: int = 30
 
     def parts(m):
         Lam, x, y, cnn, cnp, cpp = row_moments(m, law, table)
-        F = lambda v: sector_action(v[0], L, v[1], L, P, L, V, hyper)
+        F = lambda v: sector_action(v[0], L, v[1], L, P, L, V, hyper, tokens=tokens)
         ag = jnp.stack([L * x, L * y])
         C = jnp.array([[cnn, cnp], [cnp, cpp]])
         return Lam, x, y, C, jax.grad(F)(ag), jax.hessian(F)(ag)
@@ -340,30 +382,43 @@ def softmax_mf_newton(m0, P, L: int, V: int, hyper, law: RowLaw, steps: int = 30
 
     m = newton_root(resid_and_jac, m0, steps=steps, max_step=max_step, with_jacobian=True)
     Lam, x, y, C, dF, HF = parts(m)
-    Phi = sector_action(L * x, L, L * y, L, P, L, V, hyper) + L * (m[0] * x + m[1] * y - Lam)
+    Phi = sector_action(L * x, L, L * y, L, P, L, V, hyper, tokens=tokens) + L * (m[0] * x + m[1] * y - Lam)
     H = L**2 * HF + L * jnp.linalg.inv(C)
     return m, jnp.max(jnp.abs(m + dF)), Phi, x, y, jnp.linalg.eigvalsh(H)[0]
 
 
-def softmax_mf_hessian(m, P, L: int, V: int, hyper, law: RowLaw):
+def softmax_mf_hessian(m, P, L: int, V: int, hyper, law: RowLaw, tokens=None):
     """Hessian of ``Psi`` in the macroscopic coordinates (x, y) at the state ``m``:
     ``L^2 Hess F + L (Hess Lambda)^-1`` (Hess I is the inverse of Hess Lambda)."""
     x, y = jax.grad(row_cumulant, argnums=(0, 1))(m[0], m[1], law)
-    HF = jax.hessian(lambda v: sector_action(L * v[0], L, L * v[1], L, P, L, V, hyper))(
+    HF = jax.hessian(lambda v: sector_action(L * v[0], L, L * v[1], L, P, L, V, hyper, tokens=tokens))(
         jnp.stack([x, y]))
     HL = jax.hessian(lambda v: row_cumulant(v[0], v[1], law))(m)
     return HF + L * jnp.linalg.inv(HL)
 
 
-def sector_loss(a, r, g, s, P, L: int, V: int, hyper, average_w: bool = True):
+def sector_loss(a, r, g, s, P, L: int, V: int, hyper, average_w: bool = True, tokens=None):
     """Per-sequence squared loss ``(1/2L) sum_l ||y - W h||^2`` at the expected statistics
     for a pattern with scalars (a, r, g, s), W at its posterior mean given the pattern
     (``average_w=False``) or averaged over its Gaussian posterior (``True``, adds
     ``sigma_w2 tr(K M^-1)``). At the expected statistics train and test loss coincide.
 
     Per sector (multiplicity m, scalars x, y): ``m/(2 L V) [L - 2 w y + w^2 x + v]`` with
-    ``w = kappa y / (1 + kappa x)`` and ``v = sigma_w2 x / (1 + kappa x)``.
+    ``w = kappa y / (1 + kappa x)`` and ``v = sigma_w2 x / (1 + kappa x)``. For an i.i.d.
+    law ``tokens``, the same from the V x V matrices ``K / P = a D + (r - a) p p^T``,
+    ``B / P = g D + (s - g) p p^T``: ``W = c B^T M^-1``, loss
+    ``(1/2L) [L - 2 tr(W B / P) + tr(W K W^T / P) + sigma_w2 tr(M^-1 K / P)]``.
     """
+    law = token_law(tokens)
+    if law != UNIFORM:
+        p = _iid_law(law, V, jnp.result_type(a, g, P, float))
+        D, pp = jnp.diag(p), jnp.outer(p, p)
+        Kb, Bb = a * D + (r - a) * pp, g * D + (s - g) * pp
+        c = hyper.beta * hyper.sigma_w2 / (L * V)
+        M = jnp.eye(V, dtype=Kb.dtype) + c * P * Kb
+        W = c * P * jnp.linalg.solve(M, Bb).T  # M, B symmetric: B^T M^-1 = (M^-1 B)^T
+        v = hyper.sigma_w2 * jnp.trace(jnp.linalg.solve(M, Kb)) if average_w else 0.0
+        return (L - 2 * jnp.trace(W @ Bb) + jnp.trace(W @ Kb @ W.T) + v) / (2 * L)
     kappa, _ = _consts(P, L, V, hyper)
 
     def part(x, y):
@@ -374,7 +429,7 @@ def sector_loss(a, r, g, s, P, L: int, V: int, hyper, average_w: bool = True):
     return (V - 1) * part(a, g) + part(r, s)
 
 
-__all__ = ["aG_from_y", "copy_ansatz", "law_for", "linear_energy", "linear_posterior_action",
+__all__ = ["aG_from_y", "copy_ansatz", "iid_sector_action", "law_for", "linear_energy", "linear_posterior_action",
            "linear_profile", "linear_residual_saddle", "newton_minimize", "newton_root", "pattern_scalars",
            "residual_dims", "row_cumulant", "row_law", "ROW_LAW_SEED", "row_moments", "row_table", "RowLaw",
            "sector_action", "sector_loss", "softmax_aG", "softmax_energy", "softmax_free_energy",

@@ -21,6 +21,7 @@ from copyjax import reduced
 from copyjax.reduced import law_for
 from copyjax._checks import FORMS, check_activation, check_form, check_P, check_P_grid, check_size
 from copyjax.hyper import Hyper, default_hyper
+from copyjax.tokens import UNIFORM, token_law
 
 
 def _in_float64(fn):
@@ -64,13 +65,13 @@ class Minimum(NamedTuple):
 
 
 @lru_cache(maxsize=64)
-def _softmax_map_grid(L, V, hyper, occam=True):
-    return jax.jit(jax.vmap(lambda g, P: reduced.softmax_energy(g, P, L, V, hyper, occam), (0, None)))
+def _softmax_map_grid(L, V, hyper, occam=True, tokens=UNIFORM):
+    return jax.jit(jax.vmap(lambda g, P: reduced.softmax_energy(g, P, L, V, hyper, occam, tokens), (0, None)))
 
 
 @lru_cache(maxsize=64)
-def _softmax_map_newton(L, V, hyper, occam=True):
-    E = lambda g, P: reduced.softmax_energy(g, P, L, V, hyper, occam)
+def _softmax_map_newton(L, V, hyper, occam=True, tokens=UNIFORM):
+    E = lambda g, P: reduced.softmax_energy(g, P, L, V, hyper, occam, tokens)
 
     @jax.jit
     def refine(g, P):
@@ -90,15 +91,18 @@ def gamma_grid(P, L, hyper, n=3001):
 
 
 @_in_float64
-def softmax_map_minima(P, L: int, V: int, hyper: Hyper, occam: bool = True) -> list[Minimum]:
+def softmax_map_minima(P, L: int, V: int, hyper: Hyper, occam: bool = True, tokens=None) -> list[Minimum]:
     """All local minima of the softmax MAP energy in the copy logit gamma, by a dense grid
-    then Newton refinement. Sorted by a_G. ``occam=False``: the joint-MAP energy."""
+    then Newton refinement. Sorted by a_G. ``occam=False``: the joint-MAP energy.
+    ``tokens``: an i.i.d. token law (``copyjax.tokens``; rows of A sum to one, so the MAP
+    stays on the symmetric copy ansatz for any such law)."""
+    tokens = token_law(tokens)
     grid = gamma_grid(P, L, hyper)
-    E = np.asarray(_softmax_map_grid(L, V, hyper, occam)(jnp.asarray(grid), P))
+    E = np.asarray(_softmax_map_grid(L, V, hyper, occam, tokens)(jnp.asarray(grid), P))
     idx = np.where((E[1:-1] < E[:-2]) & (E[1:-1] <= E[2:]))[0] + 1
     if idx.size == 0:
         idx = np.array([int(np.argmin(E))])
-    g, e = _softmax_map_newton(L, V, hyper, occam)(jnp.asarray(grid[idx]), P)
+    g, e = _softmax_map_newton(L, V, hyper, occam, tokens)(jnp.asarray(grid[idx]), P)
     out = []
     for gi, ei in zip(np.asarray(g), np.asarray(e)):
         aG = float(reduced.softmax_aG(gi, L))
@@ -108,7 +112,7 @@ def softmax_map_minima(P, L: int, V: int, hyper: Hyper, occam: bool = True) -> l
 
 
 @lru_cache(maxsize=64)
-def _linear_newton(L, V, hyper, form, backtrack=False):
+def _linear_newton(L, V, hyper, form, backtrack=False, tokens=UNIFORM):
     # The posterior profile's minima are the minima of the 4-d action in (c, u_row, u_bulk):
     # one joint Newton with the exact Hessian instead of nested solves.
     if form in ("map", "joint_map"):
@@ -122,7 +126,7 @@ def _linear_newton(L, V, hyper, form, backtrack=False):
 
     @jax.jit
     def refine(c, P):
-        f = lambda z: fun(z, P, L, V, hyper)
+        f = lambda z: fun(z, P, L, V, hyper, tokens=tokens)
         z = reduced.newton_minimize(f, lift(c), steps=60, backtrack=backtrack)
         return z[:2], f(z), jnp.linalg.norm(jax.grad(f)(z)), jnp.linalg.eigvalsh(jax.hessian(f)(z))[0]
 
@@ -136,15 +140,17 @@ def _linear_starts(n=4):
 
 
 @_in_float64
-def linear_minima(P, L: int, V: int, hyper: Hyper, form: str = "map") -> list[Minimum]:
+def linear_minima(P, L: int, V: int, hyper: Hyper, form: str = "map", tokens=None) -> list[Minimum]:
     """Local minima of the linear reduced action (MAP energy or posterior profile) in
-    (c_1, c_G) with rho >= 0 (the action is even in c), by multi-start damped Newton."""
+    (c_1, c_G) with rho >= 0 (the action is even in c), by multi-start damped Newton.
+    ``tokens``: an i.i.d. token law (default uniform)."""
+    tokens = token_law(tokens)
     starts = jnp.asarray(_linear_starts())
     for k in range(4):
         # Plain Newton first (its jumps reach every basin from few starts); where no start
         # converges (stiff actions: large P, large sigma_w2), backtracking Newton from the
         # same starts, then continued from where the last round stopped.
-        c, E, gn, hmin = (np.asarray(x) for x in _linear_newton(L, V, hyper, form, k > 0)(starts, P))
+        c, E, gn, hmin = (np.asarray(x) for x in _linear_newton(L, V, hyper, form, k > 0, tokens)(starts, P))
         scale = max(1.0, float(np.max(np.abs(E[np.isfinite(E)]), initial=1.0)))
         if np.any(np.isfinite(E) & (gn <= 1e-6 * scale)):
             break
@@ -200,16 +206,20 @@ def linear_family_minima(P, L: int, V: int, hyper: Hyper, form: str = "posterior
 
 
 @lru_cache(maxsize=64)
-def _mf_solver(L, V, hyper):
-    solve = lambda m, P, law: reduced.softmax_mf_newton(m, P, L, V, hyper, law, steps=30, max_step=5.0)
+def _mf_solver(L, V, hyper, tokens=UNIFORM):
+    solve = lambda m, P, law: reduced.softmax_mf_newton(m, P, L, V, hyper, law, steps=30, max_step=5.0,
+                                                        tokens=tokens)
     return jax.jit(jax.vmap(solve, (0, None, None)))
 
 
 @_in_float64
-def softmax_mf_minima(P, L: int, V: int, hyper: Hyper, law: reduced.RowLaw | None = None) -> list[Minimum]:
+def softmax_mf_minima(P, L: int, V: int, hyper: Hyper, law: reduced.RowLaw | None = None,
+                      tokens=None) -> list[Minimum]:
     """Stable phases of the softmax mean field at P: Newton on the self-consistency
     equations from several starts (multipliers at no copy and at strong copy), kept when
-    converged (|residual| < 1e-8 (1 + |m|)) and a local minimum of Psi."""
+    converged (|residual| < 1e-8 (1 + |m|)) and a local minimum of Psi. ``tokens``: an
+    i.i.d. token law (the rows still couple only through a and g)."""
+    tokens = token_law(tokens)
     law = law_for(L, hyper, P) if law is None else law
     s = P / L
     # Newton from a fan of multipliers (no copy ... strong copy): each phase must be the
@@ -217,7 +227,7 @@ def softmax_mf_minima(P, L: int, V: int, hyper: Hyper, law: reduced.RowLaw | Non
     # (L = 64, V = 8).
     starts = jnp.array([[0.0, 0.0], [-s, s], [-0.1 * s, 0.5 * s]]
                        + [[-a * s, b * s] for a in (0.01, 0.3, 3.0) for b in (0.05, 0.2, 2.0)])
-    m, res, Phi, x, y, hmin = (np.asarray(v) for v in _mf_solver(L, V, hyper)(starts, P, law))
+    m, res, Phi, x, y, hmin = (np.asarray(v) for v in _mf_solver(L, V, hyper, tokens)(starts, P, law))
     out: list[Minimum] = []
     for mi, ri, pi, yi, hi in zip(m, res, Phi, y, hmin):
         if not (np.isfinite(pi) and ri < 1e-8 * (1 + np.abs(mi).max()) and hi > 0):
@@ -233,10 +243,11 @@ def softmax_mf_minima(P, L: int, V: int, hyper: Hyper, law: reduced.RowLaw | Non
 
 @_in_float64
 def minima(P, L: int, V: int, activation: str, hyper: Hyper | None = None,
-           form: str = "map", P_max: float | None = None) -> list[Minimum]:
+           form: str = "map", P_max: float | None = None, tokens=None) -> list[Minimum]:
     """Every local minimum of the reduced action at P (sorted by the copy order parameter
     for softmax, by rho for linear). ``P_max``: softmax posterior form only, the largest P
-    of a sweep, so that one row law (and one compilation) serves the whole sweep."""
+    of a sweep, so that one row law (and one compilation) serves the whole sweep.
+    ``tokens``: an i.i.d. token law (``copyjax.tokens``; default uniform)."""
     check_activation(activation)
     check_form(form)
     L, V = check_size("L", L, 2), check_size("V", V, 2)
@@ -244,14 +255,14 @@ def minima(P, L: int, V: int, activation: str, hyper: Hyper | None = None,
     hyper = default_hyper(activation, L) if hyper is None else hyper
     if activation == "softmax":
         if form in ("map", "joint_map"):
-            return softmax_map_minima(P, L, V, hyper, occam=form == "map")
-        return softmax_mf_minima(P, L, V, hyper, law_for(L, hyper, P_max or P))
-    return linear_minima(P, L, V, hyper, form)
+            return softmax_map_minima(P, L, V, hyper, occam=form == "map", tokens=tokens)
+        return softmax_mf_minima(P, L, V, hyper, law_for(L, hyper, P_max or P), tokens)
+    return linear_minima(P, L, V, hyper, form, tokens)
 
 
 @_in_float64
 def minimum_scalars(m: Minimum, P, L: int, V: int, activation: str, hyper: Hyper, form: str,
-                    law: reduced.RowLaw | None = None):
+                    law: reduced.RowLaw | None = None, tokens=None):
     """(a, r, g, s) of the pattern at a minimum (residual norms included in the linear
     posterior form)."""
     if activation == "softmax":
@@ -265,22 +276,22 @@ def minimum_scalars(m: Minimum, P, L: int, V: int, activation: str, hyper: Hyper
     c = jnp.array([m.c1, m.cG])
     q, r, g, s = (float(v) for v in reduced.span_scalars(c[0], c[1], L))
     if form == "posterior":
-        t_r, t_b = np.exp(np.asarray(reduced.linear_residual_saddle(c, P, L, V, hyper)))
+        t_r, t_b = np.exp(np.asarray(reduced.linear_residual_saddle(c, P, L, V, hyper, token_law(tokens))))
         return q + t_r + t_b, r + L * t_r, g, s
     return q, r, g, s
 
 
 @_in_float64
-def minimum_loss(m: Minimum, P, L, V, activation, hyper, form, law=None) -> float:
+def minimum_loss(m: Minimum, P, L, V, activation, hyper, form, law=None, tokens=None) -> float:
     """Per-sequence loss at a minimum: W averaged over its posterior, or at its posterior
     mean for the joint MAP (what a trained network uses)."""
-    return float(reduced.sector_loss(*minimum_scalars(m, P, L, V, activation, hyper, form, law),
-                               P, L, V, hyper, average_w=form != "joint_map"))
+    return float(reduced.sector_loss(*minimum_scalars(m, P, L, V, activation, hyper, form, law, tokens),
+                                     P, L, V, hyper, average_w=form != "joint_map", tokens=tokens))
 
 
 @_in_float64
 def theory_curve(Ps, L: int, V: int, activation: str, hyper: Hyper | None = None,
-                 form: str = "map") -> dict:
+                 form: str = "map", tokens=None) -> dict:
     """Global and metastable minima along a P grid.
 
     Returns arrays over P: ``c1, cG, action, loss`` of the global minimum, and
@@ -291,7 +302,7 @@ def theory_curve(Ps, L: int, V: int, activation: str, hyper: Hyper | None = None
     out = {k: [] for k in ("c1", "cG", "action", "loss", "meta", "n_minima")}
     law = law_for(L, hyper, Ps[-1]) if activation == "softmax" and form == "posterior" else None
     for P in Ps:
-        ms = minima(P, L, V, activation, hyper, form, P_max=Ps[-1])
+        ms = minima(P, L, V, activation, hyper, form, P_max=Ps[-1], tokens=tokens)
         if not ms:
             # The softmax mean-field solver can fail where the tilt outgrows the row law's
             # quadrature (large P / V^2); leave a gap rather than guess.
@@ -303,9 +314,9 @@ def theory_curve(Ps, L: int, V: int, activation: str, hyper: Hyper | None = None
         out["c1"].append(best.c1)
         out["cG"].append(best.cG)
         out["action"].append(best.action)
-        out["loss"].append(minimum_loss(best, P, L, V, activation, hyper, form, law))
+        out["loss"].append(minimum_loss(best, P, L, V, activation, hyper, form, law, tokens))
         out["n_minima"].append(len(ms))
-        out["meta"].append([(m.c1, m.cG, m.action, minimum_loss(m, P, L, V, activation, hyper, form, law))
+        out["meta"].append([(m.c1, m.cG, m.action, minimum_loss(m, P, L, V, activation, hyper, form, law, tokens))
                             for m in ms if m is not best])
     res = {k: np.asarray(v) for k, v in out.items() if k != "meta"}
     res["meta"] = out["meta"]
@@ -330,17 +341,28 @@ def _bisect(pred, lo, hi, iters=40, rtol=1e-5):
     return math.sqrt(lo * hi)
 
 
-def _softmax_transitions(L, V, hyper, form, P_lo, P_hi, n_scan=None):
+def _softmax_transitions(L, V, hyper, form, P_lo, P_hi, n_scan=None, tokens=UNIFORM):
     n_scan = n_scan or (20 if form == "posterior" else 48)
     seen: dict[float, list] = {}  # the scan and the bisections ask for the same P again
 
     def mins(P):
         if P not in seen:
-            seen[P] = minima(P, L, V, "softmax", hyper, form, P_max=P_hi)
+            seen[P] = minima(P, L, V, "softmax", hyper, form, P_max=P_hi, tokens=tokens)
         return seen[P]
 
     grid = np.geomspace(P_lo, P_hi, n_scan)
     two = [len(mins(P)) >= 2 for P in grid]
+    for _ in range(3):
+        # A coexistence window narrower than the grid step (the posterior form at small L, or
+        # Zipf tokens) shows as a jump of a_G between two neighbours: refine there.
+        if any(two):
+            break
+        aG = np.array([min(mins(P), key=lambda m: m.action).cG if mins(P) else np.nan for P in grid])
+        k = int(np.nanargmax(np.abs(np.diff(aG)))) if np.isfinite(np.diff(aG)).any() else -1
+        if k < 0 or abs(aG[k + 1] - aG[k]) < 0.1:
+            break
+        grid = np.unique(np.concatenate([grid, np.geomspace(grid[k], grid[k + 1], 12)[1:-1]]))
+        two = [len(mins(P)) >= 2 for P in grid]
     if not any(two):
         # One minimum everywhere: the copy order parameter grows continuously.
         aG = [min(mins(P), key=lambda m: m.action).cG if mins(P) else np.nan for P in grid]
@@ -373,32 +395,32 @@ def _softmax_transitions(L, V, hyper, form, P_lo, P_hi, n_scan=None):
 
 
 @lru_cache(maxsize=64)
-def _linear_hessian_fn(L, V, hyper, form):
+def _linear_hessian_fn(L, V, hyper, form, tokens=UNIFORM):
     fun = {"map": reduced.linear_energy, "posterior": reduced.linear_profile,
            "joint_map": partial(reduced.linear_energy, occam=False)}[form]
-    return jax.jit(lambda P: jax.hessian(lambda c: fun(c, P, L, V, hyper))(jnp.zeros(2)))
+    return jax.jit(lambda P: jax.hessian(lambda c: fun(c, P, L, V, hyper, tokens=tokens))(jnp.zeros(2)))
 
 
 @_in_float64
-def linear_hessian_at_zero(P, L, V, hyper, form):
+def linear_hessian_at_zero(P, L, V, hyper, form, tokens=None):
     """Hessian of the linear reduced action at the symmetric point c = 0: ``(2, 2)``.
 
     In the posterior form the residual saddle is even in c, so the profile's Hessian at 0
     is the (c, c) block of the 4-d Hessian at the saddle (what ``linear_profile`` gives
     with the saddle held fixed)."""
-    return _linear_hessian_fn(L, V, hyper, form)(P)
+    return _linear_hessian_fn(L, V, hyper, form, token_law(tokens))(P)
 
 
-def _linear_transitions(L, V, hyper, form, P_lo, P_hi):
+def _linear_transitions(L, V, hyper, form, P_lo, P_hi, tokens=UNIFORM):
     unstable = lambda P: bool(np.linalg.eigvalsh(
-        np.asarray(linear_hessian_at_zero(P, L, V, hyper, form)))[0] < 0)
+        np.asarray(linear_hessian_at_zero(P, L, V, hyper, form, tokens)))[0] < 0)
     if unstable(P_lo) or not unstable(P_hi):
         raise ValueError(f"P range [{P_lo}, {P_hi}] does not bracket the linear onset")
     P_on = _bisect(unstable, P_lo, P_hi)
-    w, v = np.linalg.eigh(np.asarray(linear_hessian_at_zero(P_on * 1.001, L, V, hyper, form)))
+    w, v = np.linalg.eigh(np.asarray(linear_hessian_at_zero(P_on * 1.001, L, V, hyper, form, tokens)))
 
     def copy_dominant(P):
-        ms = linear_minima(P, L, V, hyper, form)
+        ms = linear_minima(P, L, V, hyper, form, tokens)
         best = min(ms, key=lambda m: m.action)
         return best.cG > best.c1
 
@@ -433,6 +455,7 @@ class TransitionPoints(NamedTuple):
     P_cross: float | None = None  # linear: c_G = c_1 along the global minimum
     onset_direction: list | None = None  # linear: unit (c_1, c_G) of the unstable mode
     pooling_first: bool | None = None  # linear: the onset mode is mostly c_1
+    tokens: str = "uniform"  # the token law (copyjax.tokens spec)
 
     def as_dict(self) -> dict:
         return dict(self._asdict())
@@ -440,7 +463,8 @@ class TransitionPoints(NamedTuple):
 
 @_in_float64
 def transition_points(L: int, V: int, activation: str, hyper: Hyper | None = None,
-                      form: str = "map", P_range: tuple[float, float] | None = None) -> TransitionPoints:
+                      form: str = "map", P_range: tuple[float, float] | None = None,
+                      tokens=None) -> TransitionPoints:
     """Transition points of the reduced theory at (L, V).
 
     softmax: ``P_star`` (the global minimum switches to the copy branch),
@@ -449,15 +473,17 @@ def transition_points(L: int, V: int, activation: str, hyper: Hyper | None = Non
     linear: ``P_onset`` (the symmetric point c = 0 loses stability), ``P_cross``
     (c_G = c_1 along the global minimum; None if c_G dominates from the onset on),
     ``onset_direction`` (unit (c_1, c_G) of the unstable mode).
+    ``tokens``: an i.i.d. token law (``"zipf:S"``; default uniform).
     """
     check_activation(activation)
     check_form(form)
     L, V = check_size("L", L, 2), check_size("V", V, 2)
+    tokens = token_law(tokens)
     hyper = default_hyper(activation, L) if hyper is None else hyper
     if P_range is None:
         if activation == "softmax" and form == "posterior":
             # Bracket by the MAP transition (cheap), widened; keeps the mean-field grid fine.
-            ref = transition_points(L, V, activation, hyper, "map")
+            ref = transition_points(L, V, activation, hyper, "map", tokens=tokens)
             lo = ref.P_spinodal_low or ref.P_steepest or L
             hi = ref.P_spinodal_high or ref.P_steepest or L
             P_range = (lo / 8, hi * 8)
@@ -467,10 +493,11 @@ def transition_points(L: int, V: int, activation: str, hyper: Hyper | None = Non
     if not P_lo < P_hi:
         raise ValueError(f"P_range must be increasing, got {P_range}")
     if activation == "softmax":
-        out = _softmax_transitions(L, V, hyper, form, P_lo, P_hi)
+        out = _softmax_transitions(L, V, hyper, form, P_lo, P_hi, tokens=tokens)
     else:
-        out = _linear_transitions(L, V, hyper, form, P_lo, P_hi)
-    return TransitionPoints(L=L, V=V, activation=activation, form=form, hyper=tuple(map(float, hyper)), **out)
+        out = _linear_transitions(L, V, hyper, form, P_lo, P_hi, tokens)
+    return TransitionPoints(L=L, V=V, activation=activation, form=form, hyper=tuple(map(float, hyper)),
+                            tokens=tokens.spec, **out)
 
 
 __all__ = ["FORMS", "gamma_grid", "least_squares",

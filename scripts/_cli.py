@@ -54,6 +54,16 @@ def lv_pair(s):
     return L, V
 
 
+def token_law_arg(s):
+    """``--tokens uniform | zipf:S | markov:Q`` -> ``copyjax.tokens.TokenLaw``."""
+    from copyjax.tokens import token_law
+
+    try:
+        return token_law(s)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def add_compile_cache_option(ap: argparse.ArgumentParser) -> None:
     """``--compile-cache DIR`` / ``--no-compile-cache`` (see ``enable_compile_cache``)."""
     ap.add_argument("--compile-cache", metavar="DIR",

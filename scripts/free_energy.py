@@ -6,6 +6,7 @@ onset's susceptibility and the sign families' weights (linear).
     python scripts/free_energy.py --L 16 --V 32 --seeds 0 1 2   # finite-data spread of P*
     python scripts/free_energy.py --L 64 --V 32 --P 4000 4400   # explicit P
     python scripts/free_energy.py --L 64 --V 32 --activation linear --out runs/free_energy_linear
+    python scripts/free_energy.py --L 32 --V 16 --tokens zipf:1 --scan  # another token law
 
 softmax: windows on the copy logit xi, F over a_G, phases split at xi = log(L) / 2.
 linear: windows on rho = c_1 + c_G (the mean sector, the onset's order parameter), every chain
@@ -24,7 +25,7 @@ import os
 import sys
 import time
 
-from _cli import add_compile_cache_option, enable_compile_cache, nonneg_int, positive_float, positive_int
+from _cli import add_compile_cache_option, enable_compile_cache, nonneg_int, positive_float, positive_int, token_law_arg
 
 
 
@@ -40,6 +41,9 @@ def main(argv=None) -> int:
     ap.add_argument("--L", type=positive_int("--L"), default=64)
     ap.add_argument("--V", type=positive_int("--V"), default=32)
     ap.add_argument("--activation", choices=["softmax", "linear"], default="softmax")
+    ap.add_argument("--tokens", type=token_law_arg, default="uniform",
+                    help="token law of the sampled data: uniform, zipf:S or markov:Q (copyjax.tokens); a Markov "
+                         "law has no reduced theory: use --no-theory with --P or --scan P_lo P_hi")
     ap.add_argument("--P", type=positive_int("--P"), nargs="+",
                     help="P values (default softmax: the theory's posterior-form P* times 0.85 0.93 1 1.08 1.2; "
                          "linear: its onset P_1 times 0.6 0.8 1 1.1 1.2 1.35 1.5 2 3 5)")
@@ -86,6 +90,8 @@ def main(argv=None) -> int:
             ap.error("--scan and --P exclude each other")
         if a.no_theory and not a.scan:
             ap.error("--no-theory with --scan needs the range: --scan P_lo P_hi")
+    if not a.tokens.iid and not a.no_theory:
+        ap.error(f"--tokens {a.tokens.spec}: the reduced theory needs i.i.d. tokens; add --no-theory")
 
     import jax
     import jax.numpy as jnp
@@ -105,7 +111,7 @@ def main(argv=None) -> int:
     hyper = cj.default_hyper(act, L)
     if a.no_theory and not a.P and a.scan is None:
         ap.error("--no-theory needs --P (the default P grid is built around the theory's transition)")
-    tp = None if a.no_theory else cj.transition_points(L, V, act, hyper, "posterior")
+    tp = None if a.no_theory else cj.transition_points(L, V, act, hyper, "posterior", tokens=a.tokens)
     theory_P = None if tp is None else (tp.P_onset if linear else tp.P_star)
     if a.scan is not None:
         return scan(a, L, V, hyper, tp, ap)
@@ -131,8 +137,10 @@ def main(argv=None) -> int:
                chains_per_window=a.chains_per_window, n_windows=int(centers.size))
     if linear:  # (softmax's config stays as it was: its saved points are reused)
         cfg["coordinate"] = coordinate
+    if a.tokens.kind != "uniform":  # (named only where not uniform: uniform points saved before stay valid)
+        cfg["tokens"] = a.tokens.spec
     name = "onset P_1" if linear else "P*"
-    print(f"copyjax free energy, L={L}, V={V}, {act}: {centers.size} windows on {coordinate} x {a.chains_per_window} "
+    print(f"copyjax free energy, L={L}, V={V}, {act}, tokens {a.tokens.spec}: {centers.size} windows on {coordinate} x {a.chains_per_window} "
           f"chains, kappa={kappa}, {a.steps} steps; theory (posterior form) {name} = {theory_P}; P = {Ps}; "
           f"seeds {a.seeds}", flush=True)
 
@@ -164,7 +172,8 @@ def main(argv=None) -> int:
 
     def point(seed: int, P: int) -> dict:
         base = os.path.join(a.out, "points", f"seed{seed}_P{P}")
-        with_theory = not (linear or a.no_theory)
+        # (the theory's profile over a_G is for uniform tokens; its P* takes any i.i.d. law)
+        with_theory = not (linear or a.no_theory or a.tokens.kind != "uniform")
         if os.path.exists(base + ".json"):
             old = read_json(base + ".json")
             if old.get("config") == cfg:
@@ -174,7 +183,7 @@ def main(argv=None) -> int:
                 return _refresh_minima(old)
         t0 = time.perf_counter()
         key = jax.random.fold_in(jax.random.key(seed), P)
-        stats = cj.sampled_stats(jax.random.fold_in(key, 0), P, L, V).astype(jnp.float32)
+        stats = cj.sampled_stats(jax.random.fold_in(key, 0), P, L, V, tokens=a.tokens).astype(jnp.float32)
         if linear:
             run = FE.sample_umbrella(jax.random.fold_in(key, 1), stats, hyper, act, centers, kappa=kappa,
                                      num_steps=a.steps, chains_per_window=a.chains_per_window,
@@ -257,7 +266,7 @@ def main(argv=None) -> int:
             print(f"  seed {seed}: Var |rho| peaks at P = {Ps[k]} (grid point; theory onset P_1 = {th}); "
                   f"minima of F(|c_G|) per P: {per_seed[seed]['n_minima_cG']}", flush=True)
         summary = {
-            "config": cfg, "theory_P_onset": theory_P, "theory_P_cross": None if tp is None else tp.P_cross, "P": Ps, "seeds": a.seeds,
+            "config": cfg, "tokens": a.tokens.spec, "theory_P_onset": theory_P, "theory_P_cross": None if tp is None else tp.P_cross, "P": Ps, "seeds": a.seeds,
             "per_seed": {str(k): v for k, v in per_seed.items()},
             "points": [{k: results[(s_, P)][k] for k in ("seed", "P", "family_weights", "family_weights_sd", "log_ratio",
                                                             "log_ratio_sd", "mean_abs_rho", "mean_abs_rho_sd",
@@ -299,7 +308,7 @@ def main(argv=None) -> int:
         print(f"  theory profiles (posterior form, quadrature over the macrostate): log(copy/pool) crosses 0 at "
               f"P = {theory_profile_P:.0f}", flush=True)
     summary = {
-        "config": cfg, "theory_P_star": theory_P,
+        "config": cfg, "tokens": a.tokens.spec, "theory_P_star": theory_P,
         "theory_profile_P_star": theory_profile_P if np.isfinite(theory_profile_P) else None, "P": Ps, "seeds": a.seeds,
         "P_star": float(np.nanmean(ps)) if np.isfinite(ps).any() else None,
         "P_star_err": (float(np.nanstd(ps, ddof=1) / np.sqrt(np.isfinite(ps).sum())) if np.isfinite(ps).sum() > 1
@@ -351,8 +360,10 @@ def scan(a, L: int, V: int, hyper, tp, ap) -> int:
                chains_per_window=a.chains_per_window, n_windows=int(win.centers.size), P0=P0, P_lo=P_lo, P_hi=P_hi,
                temper_spacing=a.temper_spacing, n_temps=int(temps.size), n_targets=int(t_grid.size),
                bootstrap=a.bootstrap)
+    if a.tokens.kind != "uniform":
+        cfg["tokens"] = a.tokens.spec
     os.makedirs(os.path.join(a.out, "points"), exist_ok=True)
-    print(f"copyjax free energy scan, L={L}, V={V}, softmax: P in [{P_lo:.0f}, {P_hi:.0f}] from data of P0 = {P0} "
+    print(f"copyjax free energy scan, L={L}, V={V}, softmax, tokens {a.tokens.spec}: P in [{P_lo:.0f}, {P_hi:.0f}] from data of P0 = {P0} "
           f"sequences; {temps.size} tempers x {win.centers.size} windows x {a.chains_per_window} chains, "
           f"{a.steps} steps, kappa={kappa}; {t_grid.size} P values; theory (posterior form) P* = {theory_P}; "
           f"seeds {a.seeds}", flush=True)
@@ -365,7 +376,7 @@ def scan(a, L: int, V: int, hyper, tp, ap) -> int:
         else:
             t0 = time.perf_counter()
             key = jax.random.fold_in(jax.random.key(seed), P0)  # the per-P run's data at P = P0
-            stats = cj.sampled_stats(jax.random.fold_in(key, 0), P0, L, V).astype(jnp.float32)
+            stats = cj.sampled_stats(jax.random.fold_in(key, 0), P0, L, V, tokens=a.tokens).astype(jnp.float32)
             sc, rec, run = FE.softmax_scan(jax.random.fold_in(key, 1), stats, hyper, P_lo, P_hi,
                                            temper_spacing=a.temper_spacing, n_grid=a.scan_points, spacing=spacing,
                                            kappa=kappa, num_steps=a.steps, chains_per_window=a.chains_per_window,
@@ -398,7 +409,7 @@ def scan(a, L: int, V: int, hyper, tp, ap) -> int:
     bars = np.array([np.nan if r["barrier_at_P_star"] is None else r["barrier_at_P_star"] for r in per_seed.values()])
     n_ok = int(np.isfinite(ps).sum())
     summary = {
-        "config": cfg, "method": "scan", "n_umbrella_runs": len(a.seeds), "theory_P_star": theory_P,
+        "config": cfg, "tokens": a.tokens.spec, "method": "scan", "n_umbrella_runs": len(a.seeds), "theory_P_star": theory_P,
         "P_star": float(np.nanmean(ps)) if n_ok else None,
         # several seeds: the spread over data sets; one: the larger of MBAR's and the bootstrap's error
         "P_star_err": float(np.nanstd(ps, ddof=1) / np.sqrt(n_ok)) if n_ok > 1 else (errs[0] if n_ok else None),

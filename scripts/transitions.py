@@ -1,10 +1,12 @@
 """Print the transition points of the reduced theory for each (L, V) given.
 
-    python scripts/transitions.py --LV 64,32 32,16 64,8 [--json out.json]
+    python scripts/transitions.py --LV 64,32 32,16 64,8 [--tokens zipf:1] [--json out.json]
 
 softmax: P* (global minimum switches), spinodals, jump of a_G; linear: onset P_1 and
 crossover P_x (c_G = c_1 along the global minimum); both the MAP and the posterior forms,
 default hyperparameters (beta = sigma_w2 = 1, sigma_g2 = 1 softmax, 1/L linear).
+``--tokens zipf:S``: i.i.d. Zipf tokens (``copyjax.tokens``); a Markov law has no reduced
+theory (its statistics depend on the distance between positions) and is refused.
 """
 import argparse
 
@@ -12,7 +14,7 @@ import jax
 
 import copyjax as cj
 from copyjax.results import write_json
-from _cli import lv_pair
+from _cli import lv_pair, token_law_arg
 
 
 def main(argv=None):
@@ -20,17 +22,23 @@ def main(argv=None):
     ap.add_argument("--LV", type=lv_pair, nargs="+", default=[(64, 32), (32, 16), (64, 8)],
                     help="L,V pairs (default: 64,32 32,16 64,8)")
     ap.add_argument("--forms", nargs="+", choices=["map", "posterior"], default=["map", "posterior"])
+    ap.add_argument("--tokens", type=token_law_arg, default="uniform",
+                    help="token law: uniform (default) or zipf:S (i.i.d.; p_v ~ (v+1)^-S)")
     ap.add_argument("--json", help="also write the results to this JSON file")
     a = ap.parse_args(argv)
+    if not a.tokens.iid:
+        ap.error(f"--tokens {a.tokens.spec}: the reduced theory needs i.i.d. tokens (uniform or zipf:S)")
     jax.config.update("jax_enable_x64", True)
     rows = []
     fmt = lambda v: "-" if v is None else f"{v:.0f}"
+    if a.tokens.kind != "uniform":
+        print(f"tokens: {a.tokens.spec}")
     print("| L | V | form | softmax P* | spinodals | a_G jump | linear P_1 | linear P_x |")
     print("|---:|---:|---|---:|---|---:|---:|---:|")
     for L, V in a.LV:
         for form in a.forms:
-            s = cj.transition_points(L, V, "softmax", form=form)
-            lin = cj.transition_points(L, V, "linear", form=form)
+            s = cj.transition_points(L, V, "softmax", form=form, tokens=a.tokens)
+            lin = cj.transition_points(L, V, "linear", form=form, tokens=a.tokens)
             rows.append({"softmax": s.as_dict(), "linear": lin.as_dict()})
             jump = "-" if not s.first_order else f"{s.aG_jump:.3f}"
             print(f"| {L} | {V} | {form} | {fmt(s.P_star)} | {fmt(s.P_spinodal_low)}-"

@@ -52,10 +52,16 @@ def test_softmax_posterior_form_at_64_32_and_the_readme_comments():
     assert len(ms) == 2 and abs(ms[0].cG - 0.002) <= 5e-4 and abs(ms[1].cG - 0.539) <= 5e-4, ms
 
 
-def test_small_L_softmax_map_has_no_first_order_window():
-    # docs/theory.md: at L = 16, V = 8 a continuous but steep rise of a_G around P = 273
+def test_small_L_softmax_map_windows():
+    # docs/theory.md section 8: at L = 16, V = 8 a narrow first-order window, P = 286-307 (P* 293,
+    # jump 0.225), which the first 48-point scan stepped over (it reported a steep continuous rise
+    # at 273); the scan now refines where a_G jumps between neighbours. At L = 8, V = 8 a_G rises
+    # continuously, steepest at P = 141.
     s = cj.transition_points(16, 8, "softmax")
-    assert s.P_star is None and not s.first_order and abs(s.P_steepest - 273) <= 0.05 * 273, s
+    assert s.first_order and near(s.P_star, 293) and near(s.aG_jump, 0.225, 5e-4), s
+    assert near(s.P_spinodal_low, 286) and near(s.P_spinodal_high, 307), s
+    c = cj.transition_points(8, 8, "softmax")
+    assert c.P_star is None and not c.first_order and abs(c.P_steepest - 141) <= 0.05 * 141, c
 
 
 def test_the_theory_is_right_with_x64_off():

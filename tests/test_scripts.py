@@ -41,6 +41,10 @@ def run(script, args):
     ("transitions.py", ["--LV", "64"], "--LV takes L,V pairs"),
     ("transitions.py", ["--LV", "1,8"], "--LV needs L >= 2"),
     ("transitions.py", ["--forms", "mean_field"], "--forms"),
+    ("transitions.py", ["--tokens", "markov:0.3"], "--tokens"),
+    ("transitions.py", ["--tokens", "zipf:-1"], "--tokens"),
+    ("free_energy.py", ["--tokens", "markov:0.3"], "--tokens"),
+    ("free_energy.py", ["--tokens", "gauss"], "--tokens"),
     ("demo.py", ["--L", "1"], "--L must be >= 2"),
     ("demo.py", ["--Ps", "0"], "--Ps must be >= 1"),
     ("demo.py", ["--seed", "-2"], "--seed must be >= 0"),
@@ -171,6 +175,27 @@ def test_transitions_script_end_to_end(tmp_path):
     assert rows[0]["softmax"]["L"] == 8 and rows[1]["linear"]["V"] == 8
     assert rows[0]["linear"]["P_onset"] < rows[1]["linear"]["P_onset"]  # P_1 grows with L and V
     assert "P_onset" in r.stdout or "P_1" in r.stdout
+    # another token law: named in the output, and it moves the transition (docs/beyond.md)
+    r = run("transitions.py", ["--LV", "16,8", "--forms", "map", "--tokens", "zipf:1", "--json", str(out)])
+    assert r.returncode == 0, r.stderr[-2000:]
+    z = json.loads(out.read_text())[0]
+    assert "tokens: zipf:1" in r.stdout and z["softmax"]["tokens"] == "zipf:1" == z["linear"]["tokens"]
+    assert rows[1]["softmax"]["tokens"] == "uniform" and z["softmax"]["P_star"] != rows[1]["softmax"]["P_star"]
+
+
+def test_free_energy_script_takes_a_token_law(tmp_path):
+    """--tokens markov:Q: the data of that law (other log-odds than uniform data of the same
+    seed), the law in the config (so uniform points are not reused for it) and in summary.json."""
+    import json
+
+    args = ["--L", "4", "--V", "3", "--P", "40", "--steps", "60", "--spacing", "0.3", "--no-theory", "--no-progress"]
+    for tok, sub in (("uniform", "u"), ("markov:0.6", "m")):
+        r = run("free_energy.py", args + ["--tokens", tok, "--out", str(tmp_path / sub)])
+        assert r.returncode == 0, r.stderr[-2000:]
+    u, m = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("u", "m"))
+    assert u["tokens"] == "uniform" and "tokens" not in u["config"]
+    assert m["tokens"] == "markov:0.6" == m["config"]["tokens"]
+    assert m["points"][0]["log_ratio"] != u["points"][0]["log_ratio"]
 
 
 def test_demo_script_end_to_end():
