@@ -45,10 +45,13 @@ def sector_action(a, r, g, s, P, L: int, V: int, hyper, occam: bool = True, toke
 
     ``occam=False`` drops ``(V/2) log det M``, the Occam factor of integrating W out: what
     is left is ``-max_W log p(W, G | data)`` minus the G prior, the energy that joint MAP
-    training (Adam on (W, G)) minimises. ``tokens``: an i.i.d. token law
-    (``copyjax.tokens``; default uniform), see ``iid_sector_action``."""
+    training (Adam on (W, G)) minimises. ``tokens``: the token law (``copyjax.tokens``;
+    default uniform): an i.i.d. law goes to ``iid_sector_action``; a Markov law keeps the two
+    commuting sectors (its marginal is uniform, ``E C_mn / P = R_mn I / V + (1 - R_mn) J / V^2``
+    with ``R_mn = Q^|m-n|``), so this same form holds with a and g the R-weighted scalars
+    ``tr(A^T A R)`` and ``tr(A^T S R)`` of ``pattern_scalars(A, tokens)``."""
     law = token_law(tokens)
-    if law != UNIFORM:
+    if law.iid and law != UNIFORM:
         return iid_sector_action(a, r, g, s, P, L, V, hyper, occam, law)
     kappa, lam = _consts(P, L, V, hyper)
 
@@ -57,6 +60,16 @@ def sector_action(a, r, g, s, P, L: int, V: int, hyper, occam: bool = True, toke
         return occ - lam * kappa * y**2 / (1 + kappa * x)
 
     return (V - 1) * f(a, g) + f(r, s) + 0.5 * hyper.beta * P
+
+
+def _require_iid(tokens, where: str):
+    law = token_law(tokens)
+    if not law.iid:
+        raise ValueError(f"tokens={law.spec!r}: {where} needs i.i.d. tokens (under a Markov law a pattern's scalars "
+                         "are R-weighted, tr(A^T A R), which depend on where in each row the weight sits); "
+                         "the MAP form along the copy ansatz (softmax_energy) and the exact action on "
+                         "data.expected_stats(..., tokens=...) take any law")
+    return law
 
 
 def _iid_law(law, V, dtype):
@@ -95,13 +108,24 @@ def iid_sector_action(a, r, g, s, P, L: int, V: int, hyper, occam: bool = True, 
     return occ - hyper.beta**2 * hyper.sigma_w2 / (2 * L**2 * V) * T + 0.5 * hyper.beta * P
 
 
-def pattern_scalars(A):
-    """``(a, r, g, s)`` of a pattern ``A: (..., L, L)``."""
-    a = jnp.sum(A**2, axis=(-2, -1))
+def pattern_scalars(A, tokens=None):
+    """``(a, r, g, s)`` of a pattern ``A: (..., L, L)``. For a Markov law ``tokens`` (stay
+    probability Q), a and g are weighted by ``R_mn = Q^|m-n|``: ``tr(A^T A R)``, ``tr(A^T S R)``
+    (what ``sector_action`` takes for that law)."""
+    law = token_law(tokens)
     rows = jnp.sum(A, axis=-1)
     r = jnp.sum(rows**2, axis=-1)
-    g = jnp.sum(jnp.diagonal(jnp.roll(A, 1, axis=-1), axis1=-2, axis2=-1), axis=-1)
     s = jnp.sum(rows, axis=-1)
+    if law.kind == "markov":
+        L = A.shape[-1]
+        d = np.abs(np.arange(L)[:, None] - np.arange(L)[None, :])
+        R = jnp.asarray(float(law.param) ** d, A.dtype)
+        AR = A @ R
+        a = jnp.sum(AR * A, axis=(-2, -1))  # sum_l A_l R A_l^T = tr(A^T A R)
+        g = jnp.sum(jnp.diagonal(jnp.roll(AR, 1, axis=-1), axis1=-2, axis2=-1), axis=-1)  # sum_l (A R)_{l, l-1}
+        return a, r, g, s
+    a = jnp.sum(A**2, axis=(-2, -1))
+    g = jnp.sum(jnp.diagonal(jnp.roll(A, 1, axis=-1), axis1=-2, axis2=-1), axis=-1)
     return a, r, g, s
 
 
@@ -121,6 +145,7 @@ def linear_energy(c, P, L: int, V: int, hyper, occam: bool = True, tokens=None):
     Equals ``exact_action(c_1 U + c_G S, expected_stats(P))``; the residual R only raises
     the action (d/da and d/dr of F are > 0), so every MAP lies in span{U, S}.
     """
+    _require_iid(tokens, "linear_energy")
     c1, cG = c[..., 0], c[..., 1]
     q, r, g, s = span_scalars(c1, cG, L)
     return sector_action(q, r, g, s, P, L, V, hyper, occam, tokens) + q / (2 * hyper.sigma_g2)
@@ -139,6 +164,7 @@ def linear_posterior_action(z, P, L: int, V: int, hyper, tokens=None):
     residual parts are integrated radially, a part of dimension d with squared norm t
     contributing ``t^(d/2) du``. Up to a constant, ``p(z) = exp(-linear_posterior_action)``.
     """
+    _require_iid(tokens, "linear_posterior_action")
     c1, cG, u_r, u_b = z[..., 0], z[..., 1], z[..., 2], z[..., 3]
     d_r, d_b = residual_dims(L)
     t_r, t_b = jnp.exp(u_r), jnp.exp(u_b)
@@ -215,10 +241,15 @@ def copy_ansatz(gamma, L: int):
 def softmax_energy(gamma, P, L: int, V: int, hyper, occam: bool = True, tokens=None):
     """MAP-form reduced action of softmax attention along the symmetric copy ansatz
     ``G[l, :] = gamma (e_{l-1} - 1/L)`` (zero-mean rows: the least prior cost for the
-    pattern). The pattern is ``a_G S + (1 - a_G) U`` exactly, ``a_G = p - q``."""
+    pattern). The pattern is ``a_G S + (1 - a_G) U`` exactly, ``a_G = p - q``. Any token law:
+    under a Markov law the scalars are R-weighted (``pattern_scalars``)."""
     p, q = copy_ansatz(gamma, L)
-    a = L * (p**2 + (L - 1) * q**2)
-    data = sector_action(a, L, L * p, L, P, L, V, hyper, occam, tokens)
+    if token_law(tokens).kind == "markov":
+        A = q * jnp.ones((L, L), jnp.result_type(q)) + (p - q) * jnp.roll(jnp.eye(L, dtype=jnp.result_type(q)), -1, axis=1)
+        a, _, g, _ = pattern_scalars(A, tokens)
+    else:
+        a, g = L * (p**2 + (L - 1) * q**2), L * p
+    data = sector_action(a, L, g, L, P, L, V, hyper, occam, tokens)
     return data + L * (1 - 1 / L) * gamma**2 / (2 * hyper.sigma_g2)
 
 
@@ -305,6 +336,7 @@ def softmax_free_energy(m, P, L: int, V: int, hyper, law: RowLaw, tokens=None):
     ``Phi = F(L x, L, L y, L) + L (lam x + mu y - Lambda)``. Its stationary points are the
     mean-field phases (``lam = -dF/da``, ``mu = -dF/dg``). Returns ``(Phi, x, y)``.
     """
+    _require_iid(tokens, "the mean field over rows")
     lam_a, mu_g = m[..., 0], m[..., 1]
     Lam, (x, y) = jax.value_and_grad(row_cumulant, argnums=(0, 1))(lam_a, mu_g, law)
     Phi = sector_action(L * x, L, L * y, L, P, L, V, hyper, tokens=tokens) + L * (lam_a * x + mu_g * y - Lam)
@@ -340,6 +372,7 @@ def row_moments(m, law: RowLaw, table=None):
 def softmax_posterior_action(m, P, L: int, V: int, hyper, law: RowLaw, tokens=None):
     """Negative log posterior density of the mean-field macrostate in the coordinates
     ``m = (lam_a, mu_g)``: ``Phi - log det Hess Lambda`` (Jacobian of m -> (x, y))."""
+    _require_iid(tokens, "the mean field over rows")
     Lam, x, y, cnn, cnp, cpp = row_moments(m, law)
     Phi = sector_action(L * x, L, L * y, L, P, L, V, hyper, tokens=tokens) + L * (m[0] * x + m[1] * y - Lam)
     return Phi - jnp.log(cnn * cpp - cnp**2)
@@ -354,6 +387,7 @@ def softmax_mf_map(m, P, L: int, V: int, hyper, law: RowLaw, tokens=None):
     """The self-consistency map of the mean field: ``m -> (-dF/da, -dF/dg)`` at
     ``(a, g) = L grad Lambda(m)``. Its fixed points are the stationary points of
     ``Psi(x, y) = F(L x, L, L y, L) + L I(x, y)``."""
+    _require_iid(tokens, "the mean field over rows")
     x, y = jax.grad(row_cumulant, argnums=(0, 1))(m[0], m[1], law)
     dFa, dFg = jax.grad(sector_action, argnums=(0, 2))(L * x, L, L * y, L, P, L, V, hyper, True, tokens)
     return -jnp.stack([dFa, dFg])
@@ -367,6 +401,7 @@ def softmax_mf_newton(m0, P, L: int, V: int, hyper, law: RowLaw, steps: int = 30
     precomputed ``row_table``); autodiff's ``jacfwd`` through ``jax.grad(row_cumulant)``
     costs several passes and recomputes the table each step. Returns ``(m, max |residual|,
     Phi, x, y, lowest eigenvalue of softmax_mf_hessian)`` at the last iterate."""
+    _require_iid(tokens, "the mean field over rows")
     table = row_table(law)
 
     def parts(m):
@@ -390,6 +425,7 @@ def softmax_mf_newton(m0, P, L: int, V: int, hyper, law: RowLaw, steps: int = 30
 def softmax_mf_hessian(m, P, L: int, V: int, hyper, law: RowLaw, tokens=None):
     """Hessian of ``Psi`` in the macroscopic coordinates (x, y) at the state ``m``:
     ``L^2 Hess F + L (Hess Lambda)^-1`` (Hess I is the inverse of Hess Lambda)."""
+    _require_iid(tokens, "the mean field over rows")
     x, y = jax.grad(row_cumulant, argnums=(0, 1))(m[0], m[1], law)
     HF = jax.hessian(lambda v: sector_action(L * v[0], L, L * v[1], L, P, L, V, hyper, tokens=tokens))(
         jnp.stack([x, y]))
@@ -407,10 +443,11 @@ def sector_loss(a, r, g, s, P, L: int, V: int, hyper, average_w: bool = True, to
     ``w = kappa y / (1 + kappa x)`` and ``v = sigma_w2 x / (1 + kappa x)``. For an i.i.d.
     law ``tokens``, the same from the V x V matrices ``K / P = a D + (r - a) p p^T``,
     ``B / P = g D + (s - g) p p^T``: ``W = c B^T M^-1``, loss
-    ``(1/2L) [L - 2 tr(W B / P) + tr(W K W^T / P) + sigma_w2 tr(M^-1 K / P)]``.
+    ``(1/2L) [L - 2 tr(W B / P) + tr(W K W^T / P) + sigma_w2 tr(M^-1 K / P)]``. A Markov law:
+    the sector form with the R-weighted scalars (``pattern_scalars(A, tokens)``).
     """
     law = token_law(tokens)
-    if law != UNIFORM:
+    if law.iid and law != UNIFORM:
         p = _iid_law(law, V, jnp.result_type(a, g, P, float))
         D, pp = jnp.diag(p), jnp.outer(p, p)
         Kb, Bb = a * D + (r - a) * pp, g * D + (s - g) * pp

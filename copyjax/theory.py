@@ -241,6 +241,13 @@ def softmax_mf_minima(P, L: int, V: int, hyper: Hyper, law: reduced.RowLaw | Non
 # ---------------------------------------------------------------- dispatch and curves
 
 
+def _check_law_form(tokens, activation, form):
+    law = token_law(tokens)
+    if not law.iid and not (activation == "softmax" and form in ("map", "joint_map")):
+        raise ValueError(f"tokens={law.spec!r}: a Markov law has only the softmax MAP and joint-MAP forms (along "
+                         f"the copy ansatz); got activation={activation!r}, form={form!r}")
+
+
 @_in_float64
 def minima(P, L: int, V: int, activation: str, hyper: Hyper | None = None,
            form: str = "map", P_max: float | None = None, tokens=None) -> list[Minimum]:
@@ -253,6 +260,7 @@ def minima(P, L: int, V: int, activation: str, hyper: Hyper | None = None,
     L, V = check_size("L", L, 2), check_size("V", V, 2)
     P = check_P(P)
     hyper = default_hyper(activation, L) if hyper is None else hyper
+    _check_law_form(tokens, activation, form)
     if activation == "softmax":
         if form in ("map", "joint_map"):
             return softmax_map_minima(P, L, V, hyper, occam=form == "map", tokens=tokens)
@@ -479,6 +487,7 @@ def transition_points(L: int, V: int, activation: str, hyper: Hyper | None = Non
     check_form(form)
     L, V = check_size("L", L, 2), check_size("V", V, 2)
     tokens = token_law(tokens)
+    _check_law_form(tokens, activation, form)
     hyper = default_hyper(activation, L) if hyper is None else hyper
     if P_range is None:
         if activation == "softmax" and form == "posterior":

@@ -7,6 +7,7 @@ from pathlib import Path
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from _cli_errors import assert_cli_error
@@ -41,7 +42,7 @@ def run(script, args):
     ("transitions.py", ["--LV", "64"], "--LV takes L,V pairs"),
     ("transitions.py", ["--LV", "1,8"], "--LV needs L >= 2"),
     ("transitions.py", ["--forms", "mean_field"], "--forms"),
-    ("transitions.py", ["--tokens", "markov:0.3"], "--tokens"),
+    ("transitions.py", ["--tokens", "markov:0.3"], "--forms map"),
     ("transitions.py", ["--tokens", "zipf:-1"], "--tokens"),
     ("free_energy.py", ["--tokens", "markov:0.3"], "--tokens"),
     ("free_energy.py", ["--tokens", "gauss"], "--tokens"),
@@ -124,19 +125,27 @@ def test_free_energy_scan_script_end_to_end_and_resume(tmp_path):
 
 
 def test_free_energy_vs_L_reads_summaries(tmp_path):
-    """scripts/free_energy_vs_L.py: the table (mean and sd over seeds) and the figure from
-    summary.json files; a missing folder is an argument error."""
+    """scripts/free_energy_vs_L.py: the table (mean, error of the mean and sd over seeds), the
+    fits of P*(L) and of the barrier, the JSON table and the figure from summary.json files
+    (per-P and scan runs); a missing folder is an argument error."""
     import json
 
-    for L, th, ps in ((16, None, [(1460.0, 6.0, float("nan"))]), (32, 2461.0, [(2467.0, 5.0, 20.8), (2480.0, 7.0, 22.0)])):
+    runs = ((16, None, "per-P", [(1460.0, 6.0, float("nan"))]), (32, 2461.0, "per-P", [(2467.0, 5.0, 20.8), (2480.0, 7.0, 22.0)]),
+            (64, 4225.0, "scan", [(4215.0, 2.0, 85.0), (4235.0, 2.0, 88.0)]))
+    for L, th, method, ps in runs:
         d = tmp_path / f"fe{L}"
         d.mkdir()
         (d / "summary.json").write_text(json.dumps({"config": {"L": L, "V": 32, "activation": "softmax"}, "theory_P_star": th,
-                   "per_seed": {str(i): {"P_star": p, "P_star_err": e, "barrier_at_P_star": b}
-                                for i, (p, e, b) in enumerate(ps)}}))
-    r = run("free_energy_vs_L.py", [str(tmp_path / "fe32"), str(tmp_path / "fe16"), "--out", str(tmp_path / "fig")])
+                   "method": method, "per_seed": {str(i): {"P_star": p, "P_star_err": e, "barrier_at_P_star": b,
+                                                           "spinodal_low": 3700.0, "spinodal_high": None}
+                                                  for i, (p, e, b) in enumerate(ps)}}))
+    r = run("free_energy_vs_L.py", [str(tmp_path / f"fe{L}") for L in (32, 16, 64)] + ["--out", str(tmp_path / "fig")])
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "2474 sd 9" in r.stdout and (tmp_path / "fig.png").stat().st_size > 0
+    assert "2474 +- 6" in r.stdout and "(sd 9)" in r.stdout and "3700 / >edge" in r.stdout
+    t = json.loads((tmp_path / "fig.json").read_text())
+    # two L >= 32: the power law through 2473.5 and 4225 exactly
+    assert t["fits"]["power"]["alpha"] == pytest.approx(np.log2(4225 / 2473.5))
+    assert [row["L"] for row in t["rows"]] == [16, 32, 64] and (tmp_path / "fig.png").stat().st_size > 0
     r = run("free_energy_vs_L.py", [str(tmp_path / "nothing"), "--out", str(tmp_path / "fig")])
     assert_cli_error(r, "summary.json")
 

@@ -84,18 +84,42 @@ def test_iid_formula_at_uniform_p_is_the_two_sector_form():
                                reduced.sector_loss(*sc, P, L, V, hyper), rtol=1e-12)
 
 
-def test_reduced_theory_refuses_markov():
+@pytest.mark.parametrize("activation", ["softmax", "linear"])
+def test_markov_sector_action_with_weighted_scalars_is_the_exact_action(activation):
+    # the Markov law keeps the two commuting sectors; a and g become tr(A^T A R), tr(A^T S R)
+    L, V, P, spec = 11, 5, 250.0, "markov:0.6"
+    hyper = cj.Hyper(1.0, 1.3, 1.0)
+    A = cj.attention(jax.random.normal(jax.random.key(6), (L, L)), activation)
+    C = cj.expected_stats(P, L, V, jnp.float64, tokens=spec)
+    sc = reduced.pattern_scalars(A, spec)
+    np.testing.assert_allclose(reduced.sector_action(*sc, P, L, V, hyper, tokens=spec), data_action(A, C, hyper),
+                               rtol=1e-12)
+    np.testing.assert_allclose(reduced.sector_loss(*sc, P, L, V, hyper, tokens=spec), expected_loss(A, C, hyper),
+                               rtol=1e-10)
+    # Q = 0 weights are the identity: the plain scalars
+    np.testing.assert_allclose(reduced.pattern_scalars(A, T.TokenLaw("markov", 0.0)), reduced.pattern_scalars(A))
+
+
+def test_markov_has_the_map_form_only():
+    hyper = cj.default_hyper("softmax", 16)
     with pytest.raises(ValueError, match="i.i.d."):
-        reduced.sector_action(1.0, 1.0, 1.0, 1.0, 10.0, 4, 3, cj.Hyper(), tokens="markov:0.5")
+        reduced.iid_sector_action(1.0, 1.0, 1.0, 1.0, 10.0, 4, 3, cj.Hyper(), tokens="markov:0.5")
+    law = reduced.law_for(16, hyper, 500.0)
+    with pytest.raises(ValueError, match="i.i.d."):
+        reduced.softmax_free_energy(jnp.zeros(2), 500.0, 16, 8, hyper, law, tokens="markov:0.5")
+    for act, form in (("softmax", "posterior"), ("linear", "map")):
+        with pytest.raises(ValueError, match="tokens"):
+            cj.transition_points(16, 8, act, form=form, tokens="markov:0.5")
 
 
-def test_zipf_map_energy_is_the_exact_action_of_the_copy_ansatz():
-    # the theory's MAP form for Zipf tokens evaluates the exact action at G = gamma (S - 1/L)
+@pytest.mark.parametrize("spec", ["zipf:1", "markov:0.3"])
+def test_map_energy_is_the_exact_action_of_the_copy_ansatz(spec):
+    # the theory's MAP form for another law evaluates the exact action at G = gamma (S - 1/L)
     L, V, P, gamma = 16, 8, 500.0, 2.3
     hyper = cj.default_hyper("softmax", L)
     G = gamma * (cj.shift_matrix(L, jnp.float64) - 1.0 / L)
-    C = cj.expected_stats(P, L, V, jnp.float64, tokens="zipf:1")
-    np.testing.assert_allclose(reduced.softmax_energy(gamma, P, L, V, hyper, tokens="zipf:1"),
+    C = cj.expected_stats(P, L, V, jnp.float64, tokens=spec)
+    np.testing.assert_allclose(reduced.softmax_energy(gamma, P, L, V, hyper, tokens=spec),
                                cj.exact_action(G, C, hyper, "softmax"), rtol=1e-12)
 
 

@@ -132,15 +132,25 @@ def free_energy_linear(summary: dict, points: list, out: str):
     return save(fig, os.path.dirname(out) or ".", os.path.basename(out))
 
 
-def free_energy_vs_L(summaries: list, out: str):
+def free_energy_vs_L(summaries: list, out: str, theory: dict | None = None):
     """Left: the barrier height at P* against L, one point per data seed (nan: one minimum,
     no barrier, drawn at 0 with an open marker); right: the exact posterior's P* per seed
-    (with its MBAR error) and the theory's posterior-form P*, against L. ``summaries``: the
-    summary.json of softmax runs of ``scripts/free_energy.py``; ``out``: path without extension."""
+    (with its error) against L, divided by L ln^2 L (the paper's form: flat if it holds), beside
+    the theory's posterior-form (and, given ``theory``, MAP-form) P*. Runs at the most common V
+    only. ``summaries``: the summary.json of softmax runs of ``scripts/free_energy.py``;
+    ``theory``: ``{"L,V,form": {"P_star": ...}}`` (``scripts/free_energy_vs_L.py --theory``);
+    ``out``: path without extension."""
+    from collections import Counter
+
+    V0 = Counter(s["config"]["V"] for s in summaries).most_common(1)[0][0]
+    summaries = [s for s in summaries if s["config"]["V"] == V0]
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4))
     labels = {"none": "one minimum (no barrier)", "bar": "exact posterior (per data seed)",
-              "P": "exact posterior, equal mass (per data seed)", "th": "theory (posterior form) P*"}
+              "P": "exact posterior, equal mass (per data seed)", "th": "theory, posterior form",
+              "map": "theory, MAP form"}
     once = lambda k: labels.pop(k, None)
+    norm = lambda L: L * np.log(L) ** 2
+    Ls = sorted({s["config"]["L"] for s in summaries})
     for s in summaries:
         L = s["config"]["L"]
         seeds = list(s["per_seed"].values())
@@ -151,20 +161,27 @@ def free_energy_vs_L(summaries: list, out: str):
                 ax.plot(x, 0.0, "o", mfc="none", color="C0", label=once("none"))
             else:
                 ax.plot(x, b, "o", color="C0", label=once("bar"))
-            bx.errorbar(x, v["P_star"], v["P_star_err"], fmt="o", color="C0", capsize=2, label=once("P"))
-        if s.get("theory_P_star"):
-            bx.plot(L, s["theory_P_star"], "x", color="C3", ms=9, label=once("th"))
+            if v["P_star"] is not None:
+                bx.errorbar(x, v["P_star"] / norm(L), (v["P_star_err"] or 0) / norm(L), fmt="o", color="C0",
+                            capsize=2, label=once("P"))
+    for form, mk, col, lab in (("posterior", "x", "C3", "th"), ("map", "+", "C2", "map")):
+        pts = [(L, (theory or {}).get(f"{L},{V0},{form}", {}).get("P_star")) for L in Ls]
+        if form == "posterior" and not theory:
+            pts = [(s["config"]["L"], s.get("theory_P_star")) for s in summaries]
+        pts = [(L, P) for L, P in pts if P]
+        if pts:
+            bx.plot([L for L, _ in pts], [P / norm(L) for L, P in pts], mk + "--", color=col, ms=9, lw=0.8,
+                    label=once(lab))
     for z in (ax, bx):
         z.set_xscale("log", base=2)
-        z.set_xticks([s["config"]["L"] for s in summaries])
-        z.set_xticklabels([str(s["config"]["L"]) for s in summaries])
+        z.set_xticks(Ls)
+        z.set_xticklabels([str(L) for L in Ls])
         z.set_xlabel("L (sequence length)")
     ax.set_ylim(bottom=-3)
     ax.set_ylabel("barrier at P*  [nats]")
-    ax.set_title(f"Free-energy barrier of the exact posterior (V = {summaries[0]['config']['V']})")
-    bx.set_ylabel("P* (training sequences)")
-    bx.set_yscale("log")
-    bx.set_title("Transition point")
+    ax.set_title(f"Free-energy barrier of the exact posterior (V = {V0})")
+    bx.set_ylabel("P* / (L ln^2 L)")
+    bx.set_title("Transition point against the paper's L ln^2 L")
     for z in (ax, bx):
         if z.get_legend_handles_labels()[0]:
             z.legend(fontsize=7)
