@@ -150,6 +150,32 @@ def test_free_energy_vs_L_reads_summaries(tmp_path):
     assert_cli_error(r, "summary.json")
 
 
+def test_token_laws_table_and_figure(tmp_path):
+    """scripts/token_laws.py: theory P* from transitions JSON and exact P* from free-energy
+    summaries, by law, at one (L, V); other sizes skipped; nothing to show is an argument error."""
+    import json
+
+    tr = tmp_path / "tr.json"
+    tr.write_text(json.dumps([{"softmax": {"L": 8, "V": 4, "form": f, "P_star": p, "tokens": "zipf:1"}, "linear": None}
+                              for f, p in (("map", 100.0), ("posterior", 120.0))]
+                             + [{"softmax": {"L": 16, "V": 4, "form": "map", "P_star": 1.0, "tokens": "zipf:1"}, "linear": None}]))
+    for name, tok, P in (("z", "zipf:1", 126.0), ("u", None, 150.0)):
+        d = tmp_path / name
+        d.mkdir()
+        summ = {"config": {"L": 8, "V": 4, "activation": "softmax"}, "P_star": P, "P_star_err": 3.0, "method": "scan",
+                "per_seed": {"0": {"barrier_at_P_star": 2.5}}}
+        if tok:
+            summ["tokens"] = tok
+        (d / "summary.json").write_text(json.dumps(summ))
+    r = run("token_laws.py", ["--L", "8", "--V", "4", "--runs", str(tmp_path / "z"), str(tmp_path / "u"),
+                              "--transitions", str(tr), "--out", str(tmp_path / "fig")])
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "| zipf:1 | 100 | 120 | 126 ± 3 | +5.00% | 2.5 |" in r.stdout and "| uniform | - | - | 150 ± 3 |" in r.stdout
+    assert (tmp_path / "fig.png").stat().st_size > 0
+    assert_cli_error(run("token_laws.py", ["--L", "9", "--V", "4", "--transitions", str(tr), "--out", str(tmp_path / "f")]),
+                     "nothing at L=9")
+
+
 def test_compile_cache_second_run_compiles_nothing_new(tmp_path):
     """The scripts enable JAX's persistent compilation cache: a first run fills it, a second
     run of the same shapes (into a fresh --out) adds no entry, i.e. loads every compiled

@@ -189,4 +189,31 @@ def free_energy_vs_L(summaries: list, out: str, theory: dict | None = None):
     return save(fig, os.path.dirname(out) or ".", os.path.basename(out))
 
 
-__all__ = ["free_energy", "free_energy_linear", "free_energy_vs_L"]
+def p_star_vs_tokens(rows: list, L: int, V: int, out: str):
+    """P* against the Zipf exponent S (left) and the Markov stay probability Q (right), the
+    uniform law at S = Q = 0 in both: the theory's MAP and posterior forms and the exact
+    posterior (with its error). ``rows``: dicts with ``kind``, ``param`` and any of
+    ``theory_map``, ``theory_posterior``, ``exact``, ``exact_err`` (``scripts/token_laws.py``);
+    ``out``: path without extension."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, kind, name in ((axes[0], "zipf", "Zipf exponent S"), (axes[1], "markov", "Markov stay probability Q")):
+        sel = sorted((r for r in rows if r["kind"] in ("uniform", kind)), key=lambda r: r["param"])
+        for key, mk, col, lab in (("theory_map", "+--", "C2", "theory, MAP form"),
+                                  ("theory_posterior", "x--", "C3", "theory, posterior form")):
+            pts = [(r["param"], r[key]) for r in sel if r.get(key)]
+            if pts:
+                ax.plot(*zip(*pts), mk, color=col, ms=9, lw=0.8, label=lab)
+        pts = [(r["param"], r["exact"], r["exact_err"]) for r in sel if r.get("exact")]
+        if pts:
+            x, y, e = zip(*pts)
+            ax.errorbar(x, y, e, fmt="o", color="C0", capsize=3, label="exact posterior (equal mass)")
+        ax.set_xlabel(name)
+        ax.set_ylabel("P* (training sequences)")
+        ax.set_title(f"softmax, L = {L}, V = {V}: tokens {kind if kind == 'markov' else 'Zipf'}")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    return save(fig, os.path.dirname(out) or ".", os.path.basename(out))
+
+
+__all__ = ["free_energy", "free_energy_linear", "free_energy_vs_L", "p_star_vs_tokens"]
