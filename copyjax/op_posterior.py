@@ -32,6 +32,7 @@ from copyjax.schema import OPStat, OPSummary
 from copyjax.order import sector_order_parameters
 from copyjax.hyper import Hyper, default_hyper
 from copyjax.theory import linear_minima, softmax_mf_minima
+from copyjax.tokens import UNIFORM, token_law
 
 
 def sampling_law(L: int, hyper: Hyper, P_max: float, n_bulk: int = 64, n_z: int = 256) -> reduced.RowLaw:
@@ -63,19 +64,19 @@ class OPSamples(NamedTuple):
     acceptance: np.ndarray
 
 
-def _action_fn(P, L, V, activation, hyper, law):
+def _action_fn(P, L, V, activation, hyper, law, tokens=UNIFORM):
     if activation == "linear":
-        return lambda z: reduced.linear_posterior_action(z, P, L, V, hyper)
-    return lambda m: reduced.softmax_posterior_action(m, P, L, V, hyper, law)
+        return lambda z: reduced.linear_posterior_action(z, P, L, V, hyper, tokens)
+    return lambda m: reduced.softmax_posterior_action(m, P, L, V, hyper, law, tokens)
 
 
-def _observe_fn(P, L, V, activation, hyper, law):
+def _observe_fn(P, L, V, activation, hyper, law, tokens=UNIFORM):
     """coordinates -> dict of (c1, cG, loss)."""
     if activation == "linear":
         def observe(z):
             c1, cG, t_r, t_b = z[0], z[1], jnp.exp(z[2]), jnp.exp(z[3])
             q, r, g, s = reduced.span_scalars(c1, cG, L)
-            loss = reduced.sector_loss(q + t_r + t_b, r + L * t_r, g, s, P, L, V, hyper)
+            loss = reduced.sector_loss(q + t_r + t_b, r + L * t_r, g, s, P, L, V, hyper, tokens=tokens)
             sec = sector_order_parameters(c1, cG, L)
             return {"c1": sec["c1"], "cG": sec["cG"], "abs_rho": sec["abs_rho"], "loss": loss}
         return observe
@@ -83,19 +84,19 @@ def _observe_fn(P, L, V, activation, hyper, law):
     def observe(m):
         _, x, y, _, _, _ = reduced.row_moments(m, law)
         aG = reduced.aG_from_y(y, L)
-        return {"c1": 1.0 - aG, "cG": aG, "loss": reduced.sector_loss(L * x, L, L * y, L, P, L, V, hyper)}
+        return {"c1": 1.0 - aG, "cG": aG, "loss": reduced.sector_loss(L * x, L, L * y, L, P, L, V, hyper, tokens=tokens)}
     return observe
 
 
-@partial(jax.jit, static_argnames=("L", "V", "activation", "hyper", "max_steps"))
-def _refine_mode(x0, P, law, *, L, V, activation, hyper, max_steps: int = 200, tol: float = 1e-9):
+@partial(jax.jit, static_argnames=("L", "V", "activation", "hyper", "max_steps", "tokens"))
+def _refine_mode(x0, P, law, *, L, V, activation, hyper, max_steps: int = 200, tol: float = 1e-9, tokens=UNIFORM):
     """Minimise the reduced action from ``x0`` with optax L-BFGS (zoom line search, so every
     step descends: the softmax density in m is very flat along one direction at large P,
     where undamped Newton steps overshoot). Returns (x, action, Hessian). P and the row law
     are traced: one compilation per (L, V, activation, hyper)."""
     import optax
 
-    fun = _action_fn(P, L, V, activation, hyper, law)
+    fun = _action_fn(P, L, V, activation, hyper, law, tokens)
     opt = optax.lbfgs()
     vg = optax.value_and_grad_from_state(fun)
 
@@ -112,11 +113,11 @@ def _refine_mode(x0, P, law, *, L, V, activation, hyper, max_steps: int = 200, t
     return x, fun(x), jax.hessian(fun)(x)
 
 
-@partial(jax.jit, static_argnames=("L", "V", "activation", "hyper", "n_adapt"))
-def _adapt(key, x, cov, P, law, *, L, V, activation, hyper, n_adapt):
+@partial(jax.jit, static_argnames=("L", "V", "activation", "hyper", "n_adapt", "tokens"))
+def _adapt(key, x, cov, P, law, *, L, V, activation, hyper, n_adapt, tokens=UNIFORM):
     """blackjax window adaptation of NUTS (step size, dense inverse mass matrix) on one chain
     from ``x``; compiled once per (L, V, activation, hyper, n_adapt)."""
-    fun = _action_fn(P, L, V, activation, hyper, law)
+    fun = _action_fn(P, L, V, activation, hyper, law, tokens)
     adapt = blackjax.window_adaptation(blackjax.nuts, lambda z: -fun(z), is_mass_matrix_diagonal=False,
                                        initial_inverse_mass_matrix=cov)
     (_, params), _ = adapt.run(key, x, num_steps=n_adapt)
@@ -130,29 +131,32 @@ def _floor_curvature(cov, max_var: float = 1.0):
 
 
 def posterior_modes(P, L: int, V: int, activation: str, hyper: Hyper | None = None,
-                    law=None):
+                    law=None, tokens=None):
     """Modes of the reduced posterior density at P with their Laplace masses.
 
     Returns ``(modes: (k, dim), actions: (k,), covs: (k, dim, dim), weights: (k,))``.
     The starts are the posterior-form minima of ``copyjax.theory.minima``; each is refined
     by damped Newton on the density itself (for softmax the density in m carries the
     Jacobian ``det Hess Lambda``, which shifts the mode slightly off the mean-field phase).
+    ``tokens``: an i.i.d. token law (``copyjax.tokens``; default uniform).
     """
+    tokens = token_law(tokens)
     hyper = default_hyper(activation, L) if hyper is None else hyper
     starts = []
     if activation == "softmax" and law is None:
         law = sampling_law(L, hyper, P)
-    found = (linear_minima(P, L, V, hyper, "posterior") if activation == "linear"
-             else softmax_mf_minima(P, L, V, hyper, law))
+    found = (linear_minima(P, L, V, hyper, "posterior", tokens) if activation == "linear"
+             else softmax_mf_minima(P, L, V, hyper, law, tokens))
     for m in found:
         if activation == "linear":
             c = jnp.array([m.c1, m.cG])
-            starts.append(jnp.concatenate([c, reduced.linear_residual_saddle(c, P, L, V, hyper)]))
+            starts.append(jnp.concatenate([c, reduced.linear_residual_saddle(c, P, L, V, hyper, tokens)]))
         else:
             starts.append(jnp.array(m.coords))
     modes, actions, covs = [], [], []
     for x0 in starts:
-        x, val, H = _refine_mode(jnp.asarray(x0), P, law, L=L, V=V, activation=activation, hyper=hyper)
+        x, val, H = _refine_mode(jnp.asarray(x0), P, law, L=L, V=V, activation=activation, hyper=hyper,
+                                 tokens=tokens)
         H = np.asarray(H)
         w = np.linalg.eigvalsh(H)
         if not (np.all(np.isfinite(H)) and w[0] > 0):
@@ -170,11 +174,11 @@ def posterior_modes(P, L: int, V: int, activation: str, hyper: Hyper | None = No
     return np.stack(modes), actions, np.stack(covs), weights / weights.sum()
 
 
-@partial(jax.jit, static_argnames=("L", "V", "activation", "hyper", "n_draws", "n_warmup", "thin"))
-def _run_nuts(keys, x0, step_size, imm, P, law, *, L, V, activation, hyper, n_draws, n_warmup, thin):
-    fun = _action_fn(P, L, V, activation, hyper, law)
+@partial(jax.jit, static_argnames=("L", "V", "activation", "hyper", "n_draws", "n_warmup", "thin", "tokens"))
+def _run_nuts(keys, x0, step_size, imm, P, law, *, L, V, activation, hyper, n_draws, n_warmup, thin, tokens=UNIFORM):
+    fun = _action_fn(P, L, V, activation, hyper, law, tokens)
     logdensity = lambda x: -fun(x)
-    observe = _observe_fn(P, L, V, activation, hyper, law)
+    observe = _observe_fn(P, L, V, activation, hyper, law, tokens)
     kernel = blackjax.nuts.build_kernel()
 
     def one_chain(key, x, eps, M):
@@ -199,7 +203,7 @@ def _run_nuts(keys, x0, step_size, imm, P, law, *, L, V, activation, hyper, n_dr
 
 def sample_op_posterior(key, P, L: int, V: int, activation: str, hyper: Hyper | None = None, *,
                         n_chains: int = 256, n_draws: int = 200, n_warmup: int = 100,
-                        thin: int = 1, n_adapt: int = 300, law=None) -> OPSamples:
+                        thin: int = 1, n_adapt: int = 300, law=None, tokens=None) -> OPSamples:
     """Sample the reduced posterior of ``activation`` at P in order-parameter space.
 
     ``n_chains`` NUTS chains (vmapped) start in the modes of ``posterior_modes`` with
@@ -207,9 +211,11 @@ def sample_op_posterior(key, P, L: int, V: int, activation: str, hyper: Hyper | 
     matrix come from blackjax ``window_adaptation`` (``n_adapt`` steps, one chain per mode,
     started at the mode with the Laplace covariance). Chain i uses ``fold_in(key, i)``.
     Returns ``OPSamples`` with ``(chain, draw)`` arrays. Needs float64 for L >= 32
-    (``jax.config.update("jax_enable_x64", True)`` in the caller).
+    (``jax.config.update("jax_enable_x64", True)`` in the caller). ``tokens``: an i.i.d. token
+    law (``copyjax.tokens``; default uniform).
     """
     check_activation(activation)
+    tokens = token_law(tokens)
     L, V = check_size("L", L, 2), check_size("V", V, 2)
     P = check_P(P)
     for name, v in (("n_chains", n_chains), ("n_draws", n_draws), ("thin", thin), ("n_adapt", n_adapt)):
@@ -218,13 +224,13 @@ def sample_op_posterior(key, P, L: int, V: int, activation: str, hyper: Hyper | 
     hyper = default_hyper(activation, L) if hyper is None else hyper
     if activation == "softmax" and law is None:
         law = sampling_law(L, hyper, P)
-    modes, _, covs, weights = posterior_modes(P, L, V, activation, hyper, law)
+    modes, _, covs, weights = posterior_modes(P, L, V, activation, hyper, law, tokens)
     k_assign, k_jitter, k_adapt, k_run = jax.random.split(key, 4)
 
     eps, imms = [], []
     for j, (x, cov) in enumerate(zip(modes, covs)):
         e, imm = _adapt(jax.random.fold_in(k_adapt, j), jnp.asarray(x), jnp.asarray(_floor_curvature(cov)),
-                        P, law, L=L, V=V, activation=activation, hyper=hyper, n_adapt=n_adapt)
+                        P, law, L=L, V=V, activation=activation, hyper=hyper, n_adapt=n_adapt, tokens=tokens)
         eps.append(float(e))
         imms.append(np.asarray(imm))
 
@@ -240,7 +246,7 @@ def sample_op_posterior(key, P, L: int, V: int, activation: str, hyper: Hyper | 
     obs, div, acc = _run_nuts(keys, jnp.asarray(x0), jnp.asarray(np.asarray(eps)[mode]),
                               jnp.asarray(np.stack(imms)[mode]), P, law, L=L, V=V,
                               activation=activation, hyper=hyper, n_draws=n_draws,
-                              n_warmup=n_warmup, thin=thin)
+                              n_warmup=n_warmup, thin=thin, tokens=tokens)
     return OPSamples({k: np.asarray(v) for k, v in obs.items()}, mode, modes, weights,
                      np.asarray(div), np.asarray(acc))
 
@@ -304,18 +310,18 @@ class TheoryProfile(NamedTuple):
     boundary_gap: float
 
 
-@partial(jax.jit, static_argnames=("L", "V", "hyper"))
-def _grid_action(M, P, law, *, L, V, hyper):
+@partial(jax.jit, static_argnames=("L", "V", "hyper", "tokens"))
+def _grid_action(M, P, law, *, L, V, hyper, tokens=UNIFORM):
     def one(m):
         y = reduced.row_moments(m, law)[2]
-        return reduced.softmax_posterior_action(m, P, L, V, hyper, law), reduced.aG_from_y(y, L)
+        return reduced.softmax_posterior_action(m, P, L, V, hyper, law, tokens), reduced.aG_from_y(y, L)
 
     # lax.map in blocks: a vmap over the whole grid would hold (grid x law) arrays at once
     return jax.lax.map(one, M, batch_size=256)
 
 
 def softmax_aG_profile(P, L: int, V: int, edges, divide: float, hyper: Hyper | None = None,
-                       law=None, n_grid: int = 241) -> TheoryProfile:
+                       law=None, n_grid: int = 241, tokens=None) -> TheoryProfile:
     """The theory's posterior-form free energy along a_G, comparable bin for bin with the
     exact posterior's ``free_energy.profile``: the mean-field macrostate density
     ``exp(-softmax_posterior_action(m))`` integrated over the multipliers ``m = (lam_a, mu_g)``
@@ -337,7 +343,8 @@ def softmax_aG_profile(P, L: int, V: int, edges, divide: float, hyper: Hyper | N
     lam = np.linspace(-2.5 * s - 30.0, 30.0, n_grid)
     mu = np.linspace(-30.0, 2.5 * s + 30.0, n_grid)
     M = np.stack(np.meshgrid(lam, mu, indexing="ij"), -1).reshape(-1, 2)
-    S, a = _grid_action(jnp.asarray(M, law.z.dtype), jnp.asarray(P, law.z.dtype), law, L=L, V=V, hyper=hyper)
+    S, a = _grid_action(jnp.asarray(M, law.z.dtype), jnp.asarray(P, law.z.dtype), law, L=L, V=V, hyper=hyper,
+                        tokens=token_law(tokens))
     S, a = np.asarray(S).reshape(n_grid, n_grid), np.asarray(a).reshape(n_grid, n_grid)
     logm = -S + np.log((lam[1] - lam[0]) * (mu[1] - mu[0]))
     border = np.zeros_like(S, bool)

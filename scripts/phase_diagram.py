@@ -15,7 +15,7 @@ import sys
 import time
 
 from _cli import (SGLD_STARTS, add_compile_cache_option, enable_compile_cache, nonneg_int, positive_float,
-                  positive_int)
+                  positive_int, token_law_arg)
 
 DEFAULT_FREE_ENERGY_STEPS = 300  # umbrella steps per window: ~20 s for the one window point at L = 64
 
@@ -44,6 +44,8 @@ def parser():
     ap.add_argument("--L", type=positive_int("--L"), default=64, help="sequence length (>= 2)")
     ap.add_argument("--V", type=positive_int("--V"), default=32, help="vocabulary size (>= 2)")
     ap.add_argument("--activation", choices=["softmax", "linear", "both"], default="both")
+    ap.add_argument("--tokens", type=token_law_arg, default="uniform",
+                    help="token law of the data: uniform or zipf:S (i.i.d.; copyjax.tokens)")
     ap.add_argument("--P-min", type=positive_float("--P-min"), help="smallest P (default: from theory)")
     ap.add_argument("--P-max", type=positive_float("--P-max"), help="largest P (default: from theory)")
     ap.add_argument("--n-P", type=positive_int("--n-P"), help="number of log-spaced P values")
@@ -146,6 +148,11 @@ def build_config(a, ap):
     }
     if a.batch and a.batch_layout != "independent":  # only when asked (earlier configurations keep their hash)
         cfg["batch_layout"] = a.batch_layout
+    if a.tokens.kind != "uniform":  # likewise
+        if not a.tokens.iid:
+            ap.error(f"--tokens {a.tokens.spec}: the main job's theory lines and NUTS need i.i.d. tokens (uniform, "
+                     "zipf:S); a Markov law: scripts/free_energy.py --tokens and scripts/transitions.py --forms map")
+        cfg["tokens"] = a.tokens.spec
     if free_energy:
         cfg["free_energy"] = {"steps": fe_steps}
     if a.exact_map_steps:  # likewise
@@ -215,7 +222,7 @@ def main(argv=None):
     transitions = {}
     for act in cfg["activations"]:
         h = cj.Hyper(cfg["beta"], cfg["sigma_w2"], cfg["sigma_g2"][act])
-        transitions[act] = cj.transition_points(a.L, a.V, act, h, "map")
+        transitions[act] = cj.transition_points(a.L, a.V, act, h, "map", tokens=a.tokens)
     if cfg["P_explicit"]:
         Ps = np.array(cfg["P_explicit"], float)
     else:
@@ -246,13 +253,14 @@ def main(argv=None):
         h = cj.Hyper(cfg["beta"], cfg["sigma_w2"], cfg["sigma_g2"][act])
         fine = theory_grid(Ps)
         theory[act] = {k: (v.tolist() if hasattr(v, "tolist") else v)
-                       for k, v in cj.theory_curve(fine, a.L, a.V, act, h, "map").items()}
+                       for k, v in cj.theory_curve(fine, a.L, a.V, act, h, "map", tokens=a.tokens).items()}
         # what Adam maximises: the joint posterior of (W, G) (no Occam factor)
         theory[act]["joint_map"] = {k: (v.tolist() if hasattr(v, "tolist") else v)
-                                    for k, v in cj.theory_curve(fine, a.L, a.V, act, h, "joint_map").items()
+                                    for k, v in cj.theory_curve(fine, a.L, a.V, act, h, "joint_map",
+                                                                tokens=a.tokens).items()
                                     if k != "meta"}
         transitions[act] = transitions[act].as_dict() | {"joint_map": {
-            k: v for k, v in cj.transition_points(a.L, a.V, act, h, "joint_map").as_dict().items()
+            k: v for k, v in cj.transition_points(a.L, a.V, act, h, "joint_map", tokens=a.tokens).as_dict().items()
             if k.startswith("P_")}}
 
     res = {"config": cfg, "activations": cfg["activations"], "P_grid": Ps.tolist(),
@@ -266,7 +274,8 @@ def main(argv=None):
     # the figures read the typed points (copyjax.point.Point)
     figs = figures.figures(res | {"points": points}, arrays, out)
 
-    print(f"\ncopyjax phase diagram, L={a.L}, V={a.V}: {len(points)} points "
+    law = "" if a.tokens.kind == "uniform" else f", tokens {a.tokens.spec}"
+    print(f"\ncopyjax phase diagram, L={a.L}, V={a.V}{law}: {len(points)} points "
           f"({reused} reused) in {res['wall_s_total']:.0f} s -> {out}")
     for act in cfg["activations"]:
         t = transitions[act]

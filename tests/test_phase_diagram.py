@@ -105,6 +105,7 @@ def test_mismatched_out_is_refused(first_run):
     (["--sigma-w2", "0"], "--sigma-w2"), (["--sigma-g2", "nan"], "--sigma-g2"),
     (["--batch-layout", "diagonal"], "--batch-layout"), (["--batch", "-3"], "--batch"),
     (["--n-P", "0"], "--n-P"), (["--adam-seeds", "-1"], "--adam-seeds"), (["--L", "1"], ">= 2"),
+    (["--tokens", "markov:0.3"], "--tokens"), (["--tokens", "zipf:-2"], "--tokens"),
     # run() hides the optional packages, as in a venv without the arviz extra
     (["--netcdf"], "pip install 'copyjax[arviz]'"),
 ])
@@ -164,6 +165,25 @@ def test_free_energy_weighs_the_phases_where_the_start_families_disagree(monkeyp
     line = PT.point_line(s)
     assert "exact posterior (free energy) a_G" in line and "copy mass" in line and "TWO BRANCHES" not in line
     assert "start families disagree" in line  # the branches stay, as detail
+
+
+def test_the_main_job_takes_a_token_law(tmp_path):
+    """--tokens zipf:1: the data, the theory lines and the points are those of the law (the law in
+    config.json and the report line; the theory's P grid marks move), at one tiny point."""
+    out = str(tmp_path / "z")
+    tiny = TINY[:TINY.index("--P")] + ["--P", "40"] + TINY[TINY.index("--chains"):]
+    r = run(tiny + ["--activation", "softmax", "--tokens", "zipf:1", "--out", out])
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads(Path(out, "config.json").read_text())["tokens"] == "zipf:1"
+    assert "tokens zipf:1" in r.stdout
+    res = json.loads(Path(out, "results.json").read_text())
+    import copyjax as cj
+
+    assert res["transitions"]["softmax"]["tokens"] == "zipf:1"
+    P = np.asarray(res["theory"]["softmax"]["P"])
+    zipf = np.asarray(cj.theory_curve(P, 4, 3, "softmax", form="map", tokens="zipf:1")["cG"])
+    np.testing.assert_allclose(res["theory"]["softmax"]["cG"], zipf, rtol=1e-12)
+    assert np.max(np.abs(zipf - np.asarray(cj.theory_curve(P, 4, 3, "softmax", form="map")["cG"]))) > 1e-3
 
 
 def test_a_one_point_grid_draws_its_theory_lines():

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 
 from copyjax.data import sampled_stats
 from copyjax.hyper import Hyper
+from copyjax.tokens import token_law
 from copyjax.schema import _maybe
 
 
@@ -29,7 +30,8 @@ class Context:
     ``fold_in(key, n)`` with an n no other method uses). ``stats: (L, L, V, V)`` the training
     statistics of P sequences, ``stats_test`` those of ``cfg["test_P"]`` fresh ones (float32).
     ``done``: the results of the methods that ran before, by name; ``shared``: objects a method
-    hands to later ones (the exact run's final states, say), by the name of the method."""
+    hands to later ones (the exact run's final states, say), by the name of the method.
+    ``tokens``: the token law of the data (``cfg["tokens"]``, absent: uniform; i.i.d. laws only)."""
 
     cfg: dict
     activation: str
@@ -43,10 +45,12 @@ class Context:
         c = self.cfg
         self.L, self.V = c["L"], c["V"]
         self.hyper = Hyper(c["beta"], c["sigma_w2"], c["sigma_g2"][self.activation])
+        self.tokens = token_law(c.get("tokens"))
         self.key = jax.random.fold_in(jax.random.key(c["seed"]), self.index)
         self.k_data, self.k_test, self.k_chain, self.k_adam, self.k_init = jax.random.split(self.key, 5)
-        self.stats = sampled_stats(self.k_data, self.P, self.L, self.V).astype(jnp.float32)
-        self.stats_test = sampled_stats(self.k_test, c["test_P"], self.L, self.V).astype(jnp.float32)
+        self.stats = sampled_stats(self.k_data, self.P, self.L, self.V, tokens=self.tokens).astype(jnp.float32)
+        self.stats_test = sampled_stats(self.k_test, c["test_P"], self.L, self.V,
+                                        tokens=self.tokens).astype(jnp.float32)
 
 
 class Method:

@@ -28,7 +28,7 @@ class OPNutsMethod(Method):
         c = ctx.cfg
         s = op_posterior.sample_op_posterior(
             jax.random.fold_in(ctx.key, 101), float(ctx.P), ctx.L, ctx.V, ctx.activation, ctx.hyper,
-            n_chains=c["op_chains"], n_draws=c["op_draws"], n_warmup=max(25, c["op_draws"] // 2))
+            n_chains=c["op_chains"], n_draws=c["op_draws"], n_warmup=max(25, c["op_draws"] // 2), tokens=ctx.tokens)
         keys = EXACT_KEYS[ctx.activation]
         # the observables the exact posterior reports (softmax: no abs_rho)
         summary = dataclasses.replace(op_posterior.op_summary(s),

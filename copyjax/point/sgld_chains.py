@@ -65,7 +65,7 @@ class SGLDMethod(Method):
         data = {"stats": ctx.stats, "step_size": jnp.asarray(eps, jnp.float32)}
         if c["batch"]:
             # the same sequences the statistics count (same chunking and keys)
-            data["tokens"] = streamed_tokens(ctx.k_data, P, ctx.L, ctx.V)
+            data["tokens"] = streamed_tokens(ctx.k_data, P, ctx.L, ctx.V, tokens=ctx.tokens)
             layout = c.get("batch_layout", "independent")
             if layout == "shared":  # one minibatch per step for all chains, from this key
                 data["batch_key"] = jax.random.fold_in(ctx.k_chain, 1000)

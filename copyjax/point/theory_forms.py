@@ -28,20 +28,20 @@ class TheoryMethod(Method):
                    "post_abs_rho", "theory_in_window")
 
     def run(self, ctx):
-        L, V, act, h, P = ctx.L, ctx.V, ctx.activation, ctx.hyper, ctx.P
+        L, V, act, h, P, tok = ctx.L, ctx.V, ctx.activation, ctx.hyper, ctx.P, ctx.tokens
         forms = {}
         for form in ("map", "posterior"):
-            ms = theory.minima(P, L, V, act, h, form)
+            ms = theory.minima(P, L, V, act, h, form, tokens=tok)
             best = min(ms, key=lambda m: m.action)
             forms[form] = TheoryForm(
-                theory_op(best, L, act, loss=theory.minimum_loss(best, P, L, V, act, h, form)),
+                theory_op(best, L, act, loss=theory.minimum_loss(best, P, L, V, act, h, form, tokens=tok)),
                 [theory_op(m, L, act, action=m.action) for m in ms],
                 # two minima: inside this form's coexistence window, where the exact chains'
                 # start families are expected to disagree
                 in_window=len(ms) > 1)
         # the joint MAP of (W, G): what Adam converges to (docs/theory.md, joint_map form)
-        best = min(theory.minima(P, L, V, act, h, "joint_map"), key=lambda m: m.action)
-        joint = theory_op(best, L, act, loss=theory.minimum_loss(best, P, L, V, act, h, "joint_map"))
+        best = min(theory.minima(P, L, V, act, h, "joint_map", tokens=tok), key=lambda m: m.action)
+        joint = theory_op(best, L, act, loss=theory.minimum_loss(best, P, L, V, act, h, "joint_map", tokens=tok))
         return TheoryForms(forms["map"], forms["posterior"], joint), {}
 
     def to_json(self, r):
