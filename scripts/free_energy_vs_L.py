@@ -82,8 +82,11 @@ for s in rows:
     for seed, v in s["per_seed"].items():
         lo, hi = v.get("spinodal_low"), v.get("spinodal_high")
         ex_spin = "" if method != "scan" else f"{f0(lo) if lo else '<edge'} / {f0(hi) if hi else '>edge'}"
+        if method == "scan" and max(v.get("n_minima") or [2]) < 2:
+            ex_spin = "none (one minimum)"
+        bar = v["barrier_at_P_star"]
         print(f"{L:>4} {V:>3} {method:>7} {steps or '':>5} {seed:>4} {v['P_star']:>7.0f} +- {v['P_star_err']:<3.0f}"
-              f"{f0(post):>12} / {f0(mp):<8} {v['barrier_at_P_star'] if v['barrier_at_P_star'] is not None else float('nan'):>8.1f} "
+              f"{f0(post):>12} / {f0(mp):<8} {'none' if bar is None or not np.isfinite(bar) else f'{bar:.1f}':>8} "
               f"{ex_spin:>29} {spin:>17}")
     ps = np.array([np.nan if v["P_star"] is None else v["P_star"] for v in s["per_seed"].values()], float)
     es = np.array([v["P_star_err"] or np.nan for v in s["per_seed"].values()], float)
