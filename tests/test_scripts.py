@@ -176,6 +176,19 @@ def test_token_laws_table_and_figure(tmp_path):
                      "nothing at L=9")
 
 
+def test_causal_script_end_to_end(tmp_path):
+    """scripts/causal.py at L = 6, V = 3: the table, causal_map.json (per-row a_G from both
+    starts, the global one) and the figure; a too small --L is an argument error."""
+    r = run("causal.py", ["--L", "6", "--V", "3", "--P", "30", "300", "--steps", "100", "--out", str(tmp_path)])
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads((tmp_path / "causal_map.json").read_text())
+    assert [row["P"] for row in out["rows"]] == [30, 300]
+    assert all(len(row["aG_rows"]["pool"]) == 5 and row["global"] in ("pool", "copy") for row in out["rows"])
+    assert np.mean(out["rows"][1]["aG_rows"]["pool"]) > np.mean(out["rows"][0]["aG_rows"]["pool"])  # more data, more copy
+    assert (tmp_path / "causal_map.png").stat().st_size > 0
+    assert_cli_error(run("causal.py", ["--L", "2", "--P", "10", "--out", str(tmp_path)]), "--L")
+
+
 def test_compile_cache_second_run_compiles_nothing_new(tmp_path):
     """The scripts enable JAX's persistent compilation cache: a first run fills it, a second
     run of the same shapes (into a fresh --out) adds no entry, i.e. loads every compiled

@@ -1,0 +1,109 @@
+"""The causal mask (issue 25): attention restricted to keys m <= l, the exact action on that
+support, the copy order parameter per row, and the MAP of G per row.
+
+The model with ``mask="causal"``: ``A[l, m] = 0`` for m > l; softmax rows normalised over the
+l + 1 allowed keys (row 0 attends to itself only), linear ``A = tril(G)``. The copy target is
+``y_l = x_{l-1}`` for l >= 1; **position 0 carries no loss**: its cyclic target x_{L-1} lies in
+its future, which a causal head cannot see, so keeping it would charge every pattern the same
+unlearnable error and nothing else. The loss is averaged over the n = L - 1 positions with a
+target (``-beta / (2 n) sum_{mu, l >= 1} ||y - W h||^2``), so beta keeps its meaning per position.
+
+Integrating W out goes as for the full mask (``copyjax.action``) with two changes: the
+contractions K, B sum over the rows l >= 1 only (row 0 of A zeroed), and n = L - 1 replaces L
+in ``M = I + beta sigma_w2 / (n V) K`` and in the quadratic term. The statistics C are the
+same; the masked entries of G do not enter A, so only the allowed ones carry the prior. The
+translation invariance of the cyclic model is lost: a row with l + 1 keys needs a copy logit
+of order ln(l + 1) to copy, so the order parameter is per row (``row_copy_order``).
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from copyjax._checks import check_activation, check_square, check_stats
+from copyjax.action import action_from_KB
+from copyjax.data import stats_size
+from copyjax.model import stats_contractions
+
+MASKS = ("full", "causal")
+
+
+def check_mask(mask) -> str:
+    if mask not in MASKS:
+        raise ValueError(f"mask must be one of {MASKS}, got {mask!r}")
+    return mask
+
+
+def allowed(L: int, dtype=bool) -> jax.Array:
+    """``(L, L)``: 1 where query l may attend to key m (m <= l)."""
+    return jnp.tril(jnp.ones((L, L), dtype))
+
+
+def causal_attention(G: jax.Array, activation: str) -> jax.Array:
+    """``A: (..., L, L)`` on the causal support: softmax over the keys m <= l of each row, or
+    ``tril(G)`` (linear). Entries above the diagonal are exactly 0 whatever G holds there."""
+    check_activation(activation)
+    L = check_square("G", G)
+    ok = allowed(L)
+    if activation == "linear":
+        return jnp.where(ok, G, 0.0)
+    return jax.nn.softmax(jnp.where(ok, G, -jnp.inf), axis=-1)
+
+
+def causal_data_action(A: jax.Array, stats: jax.Array, hyper) -> jax.Array:
+    """Data part of the causal action for a pattern ``A: (L, L)`` (zero above the diagonal):
+    rows l >= 1 carry the loss, n = L - 1 positions."""
+    L = A.shape[-1]
+    A_loss = A.at[..., 0, :].set(0.0)  # row 0: no target
+    K, B = stats_contractions(A_loss, stats)  # row 0 of A^T S vanishes with it: S's wrap is unused
+    P = stats_size(stats).astype(A.dtype)
+    return action_from_KB(K, B, P, L - 1, hyper)
+
+
+def causal_exact_action(G: jax.Array, stats: jax.Array, hyper, activation: str) -> jax.Array:
+    """``S_P(G)`` of the causal model (scalar): ``causal_data_action`` plus the Gaussian prior
+    of the allowed entries of ``G: (L, L)`` (the masked ones are not parameters)."""
+    L = check_square("G", G)
+    check_stats(stats, L)
+    G = jnp.asarray(G, jnp.result_type(G, jnp.float32))
+    A = causal_attention(G, activation)
+    return causal_data_action(A, stats, hyper) + 0.5 * jnp.sum(jnp.where(allowed(L), G, 0.0) ** 2) / hyper.sigma_g2
+
+
+def row_copy_order(A: jax.Array) -> jax.Array:
+    """Copy order parameter per row, ``a_G(l) = (A[l, l-1] - u_l) / (1 - u_l)`` with
+    ``u_l = 1 / (l + 1)`` the weight of uniform pooling over the row's keys: 0 for causal
+    uniform pooling, 1 for exact copying. ``A: (..., L, L) -> (..., L - 1)`` (rows 1 .. L-1)."""
+    L = A.shape[-1]
+    l = np.arange(1, L)
+    u = 1.0 / (l + 1.0)
+    return (A[..., l, l - 1] - u) / (1.0 - u)
+
+
+def copy_start(L: int, gamma: float, dtype=jnp.float32) -> jax.Array:
+    """``G`` with logit ``gamma`` at the previous token of each row (0 elsewhere): ``(L, L)``."""
+    return gamma * jnp.eye(L, k=-1, dtype=dtype)
+
+
+def causal_map(G0: jax.Array, stats: jax.Array, hyper, activation: str, steps: int = 400) -> jax.Array:
+    """Minimise the causal action from ``G0: (L, L)`` by optax L-BFGS (``steps`` iterations,
+    one jitted scan). Returns the G it reaches."""
+    import optax
+
+    fun = lambda G: causal_exact_action(G, stats, hyper, activation)
+    opt = optax.lbfgs()
+    vg = optax.value_and_grad_from_state(fun)
+
+    def step(carry, _):
+        G, state = carry
+        v, g = vg(G, state=state)
+        u, state = opt.update(g, state, G, value=v, grad=g, value_fn=fun)
+        return (optax.apply_updates(G, u), state), None
+
+    (G, _), _ = jax.lax.scan(step, (G0, opt.init(G0)), None, length=steps)
+    return G
+
+
+__all__ = ["allowed", "causal_attention", "causal_data_action", "causal_exact_action", "causal_map", "check_mask",
+           "copy_start", "MASKS", "row_copy_order"]

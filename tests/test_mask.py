@@ -1,0 +1,63 @@
+"""The causal mask (issue 25): the exact action on the causal support against the brute-force
+per-sequence likelihood, the support itself, the per-row order parameter, the MAP search."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import copyjax as cj
+from copyjax import mask as M
+from copyjax.action import action_from_features
+
+
+@pytest.mark.parametrize("activation", ["softmax", "linear"])
+def test_causal_action_is_the_brute_force_likelihood(activation):
+    # h_l = sum_{m <= l} A_lm x_m and y_l = x_{l-1} for l >= 1 only, W integrated out from the
+    # features themselves (action_from_features: its L is the number of loss positions)
+    P, L, V = 60, 7, 4
+    hyper = cj.Hyper(1.0, 1.3, 0.7)
+    tok = cj.sample_tokens(jax.random.key(0), P, L, V)
+    C = cj.sufficient_stats(tok, V).astype(jnp.float64)
+    A = M.causal_attention(jax.random.normal(jax.random.key(1), (L, L)), activation)
+    x = jax.nn.one_hot(tok, V, dtype=jnp.float64)
+    h = jnp.einsum("lm,pmv->plv", A, x)
+    y = jnp.roll(x, 1, axis=1)
+    np.testing.assert_allclose(M.causal_data_action(A, C, hyper), action_from_features(h[:, 1:], y[:, 1:], P, hyper),
+                               rtol=1e-12)
+    # the full-mask action on the same pattern is another number (row 0's wrapped target counts there)
+    assert abs(float(cj.data_action(A, C, hyper) - M.causal_data_action(A, C, hyper))) > 1e-3
+
+
+def test_causal_support():
+    L = 6
+    G = jax.random.normal(jax.random.key(2), (L, L))
+    A = M.causal_attention(G, "softmax")
+    assert np.all(np.asarray(jnp.triu(A, 1)) == 0) and np.allclose(A.sum(1), 1.0)
+    np.testing.assert_array_equal(A[0], jnp.eye(L)[0])
+    # masked entries of G are not parameters: neither A nor the action sees them
+    G2 = G + 5.0 * jnp.triu(jnp.ones((L, L)), 1)
+    C = cj.expected_stats(100.0, L, 3, jnp.float64)
+    h = cj.default_hyper("softmax", L)
+    for act in ("softmax", "linear"):
+        np.testing.assert_allclose(M.causal_exact_action(G2, C, h, act), M.causal_exact_action(G, C, h, act), rtol=1e-13)
+    with pytest.raises(ValueError, match="mask"):
+        M.check_mask("sliding")
+
+
+def test_row_copy_order():
+    L = 9
+    assert np.allclose(M.row_copy_order(M.causal_attention(M.copy_start(L, 40.0, jnp.float64), "softmax")), 1.0)
+    assert np.allclose(M.row_copy_order(M.causal_attention(jnp.zeros((L, L)), "softmax")), 0.0)
+    assert M.row_copy_order(jnp.zeros((L, L))).shape == (L - 1,)
+
+
+def test_causal_map_reaches_a_stationary_point():
+    L, V = 8, 4
+    h = cj.default_hyper("softmax", L)
+    C = cj.expected_stats(300.0, L, V, jnp.float64)
+    G0 = M.copy_start(L, 4.0, jnp.float64)
+    G = M.causal_map(G0, C, h, "softmax", steps=300)
+    f = lambda G: M.causal_exact_action(G, C, h, "softmax")
+    assert f(G) < f(G0) - 1.0
+    g = jnp.where(M.allowed(L), jax.grad(f)(G), 0.0)
+    assert float(jnp.max(jnp.abs(g))) < 1e-5
