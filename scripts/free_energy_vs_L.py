@@ -9,9 +9,10 @@ the fits, writes the figure and a JSON of the table.
 ``--theory FILE``: the theory's P* and spinodals (MAP and posterior form) for every (L, V) of the
 runs, read from FILE and computed (``copyjax.transition_points``; about 75 s per posterior form at
 L = 64) where FILE lacks them, then saved back. Fits (over seeds' means, L >= 32 where P* is
-finite): P* = A L^alpha, and P* = a L ln^2 L + b L, whose a is the theory's large-L coefficient
-(docs/theory.md section 7: the prior cost L ln^2 L / 2 of a copy logit ln L against the data gain
-beta P (V - 1) / (2 V): a -> V / ((V - 1) beta)).
+finite): P* = A L^alpha, and P* = a L ln^2 L + b L, beside a = V / ((V - 1) beta), the coefficient
+of a full copy head (docs/theory.md section 7: the prior cost L ln^2 L / 2 of a copy logit ln L
+against the data gain beta P (V - 1) / (2 V)); section 9: the MAP form's P* grows more slowly
+(like L ln L up to L = 65536), the transition happening at ever smaller a_G.
 """
 from __future__ import annotations
 
@@ -133,7 +134,7 @@ if len(best) >= 2:
           f"(L ln^2 L: {', '.join(f'{x:.3f}' for x in np.diff(np.log(f)) / np.diff(np.log(Ls)))})")
     print(f"  P* / (L ln^2 L) = {', '.join(f'{x:.2f}' for x in P / f)}; "
           f"P* = a L ln^2 L + b L: a = {ca:.2f} (se {sa:.2f}), b = {cb:.0f} (se {sb:.0f}); "
-          f"large-L theory a -> V / (V - 1) = {V0 / (V0 - 1):.3f}")
+          f"a full copy head's a = V / (V - 1) = {V0 / (V0 - 1):.3f}")
     if theory:
         tpost = np.array([th(int(L), V0, "posterior") or np.nan for L in Ls])
         print(f"  theory (posterior form) P* / (L ln^2 L) = {', '.join(f'{x:.2f}' for x in tpost / f)}")
