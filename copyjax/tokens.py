@@ -53,11 +53,11 @@ UNIFORM = TokenLaw()
 
 
 def token_law(spec: "str | TokenLaw | None") -> TokenLaw:
-    """Parse ``"uniform" | "zipf:S" | "markov:Q"`` (or pass a ``TokenLaw`` / None through:
-    None is uniform). Raises ``ValueError`` naming ``tokens`` and the allowed forms."""
+    """Parse ``"uniform" | "zipf:S" | "markov:Q"`` (or pass a ``TokenLaw``, or anything with
+    its ``kind`` and ``param``, through; None is uniform). Raises ``ValueError`` naming ``tokens`` and the allowed forms."""
     if spec is None:
         return UNIFORM
-    if isinstance(spec, TokenLaw):
+    if hasattr(spec, "kind") and hasattr(spec, "param"):  # a TokenLaw, or a script's parsed --tokens
         kind, param = spec.kind, float(spec.param)
     else:
         if not isinstance(spec, str):

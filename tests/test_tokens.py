@@ -130,3 +130,25 @@ def test_transition_points_name_the_law_and_zipf_moves_p_star():
     assert zipf.tokens == "zipf:1" and uni.tokens == "uniform"
     # measured: 959 against 1066 (docs/beyond.md); the sign and size of the move is the claim
     assert 0.85 * uni.P_star < zipf.P_star < 0.95 * uni.P_star
+
+
+def test_the_scripts_parse_tokens_as_copyjax_does():
+    # scripts/_cli.py parses --tokens without importing JAX; both parsers must agree
+    import argparse
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+    from _cli import token_law_arg
+
+    for spec in ("uniform", "zipf:1", "zipf:0", "zipf:1.5", "markov:0.3", "markov:0", "zipf:-1", "zipf:nan",
+                 "markov:1", "zipf", "gauss:2", "zipf:x", "uniform:3"):
+        try:
+            want = cj.token_law(spec)
+        except ValueError:
+            with pytest.raises(argparse.ArgumentTypeError, match="--tokens"):
+                token_law_arg(spec)
+            continue
+        got = token_law_arg(spec)
+        assert (got.kind, got.param, got.spec, got.iid) == (want.kind, want.param, want.spec, want.iid)
+        assert cj.token_law(got) == want  # copyjax takes the parsed option as the law
