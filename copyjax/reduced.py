@@ -73,11 +73,8 @@ def _require_iid(tokens, where: str):
 
 
 def _iid_law(law, V, dtype):
-    if not law.iid:
-        raise ValueError(f"tokens={law.spec!r}: the four-scalar reduction needs i.i.d. tokens (a Markov chain's "
-                         "statistics depend on the distance between positions); use the exact action on "
-                         "data.expected_stats(..., tokens=...)")
-    return marginal(law, V, dtype)
+    """The marginal p of an i.i.d. law (``_require_iid``'s error for a Markov one)."""
+    return marginal(_require_iid(law, "the i.i.d. four-scalar action"), V, dtype)
 
 
 def iid_sector_action(a, r, g, s, P, L: int, V: int, hyper, occam: bool = True, tokens=None):
