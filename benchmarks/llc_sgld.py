@@ -7,6 +7,8 @@ against the row's exact value.
     python scripts/llc.py --L 16 --V 32 --P 300 700 1500 2500 --gamma 10 100 --out runs/llc16
     python benchmarks/llc_sgld.py runs/llc16 --rows 3 5 13 --step-sizes 1e-2 3e-3 1e-3 3e-4 1e-4
 
+    python benchmarks/llc_sgld.py runs/llc16 --rows 3 --step-sizes 3e-3 1e-3 --batch 32   # minibatch SGLD
+
 Prints a markdown table: row, activation, P, phase, gamma, exact, step size, SGLD (half), SGLD
 (all), relative error (all) and whether it is within 5 % (|error| + 2 se < 5 %).
 """
@@ -32,6 +34,7 @@ ap.add_argument("--rows", type=int, nargs="+", help="row indices (default: all)"
 ap.add_argument("--step-sizes", type=float, nargs="+", default=[1e-2, 3e-3, 1e-3, 3e-4, 1e-4])
 ap.add_argument("--chains", type=int, default=8)
 ap.add_argument("--steps", type=int, default=4000)
+ap.add_argument("--batch", type=int, default=0, help="minibatch of sequences per chain and step (0: full batch)")
 a = ap.parse_args()
 d = json.load(open(os.path.join(a.run, "llc.json")))
 rows = d["rows"]
@@ -46,7 +49,8 @@ for i in idx:
     for eps in a.step_sizes:
         t0 = time.perf_counter()
         s = llc.sgld_llc(jax.random.key(i), st, z["W_star"], z["G_star"], r["activation"], step_size=eps,
-                         nbeta=r["nbeta"], gamma=r["gamma"], n_chains=a.chains, num_steps=a.steps)
+                         nbeta=r["nbeta"], gamma=r["gamma"], n_chains=a.chains, num_steps=a.steps,
+                         tokens=z["tokens"] if a.batch else None, batch_size=a.batch or None)
         ok = np.all(np.isfinite(s.loss), axis=1)
         half = s.loss[ok, : s.loss.shape[1] // 2]
         if ok.sum() >= 2:

@@ -266,26 +266,41 @@ class SGLDLLC(NamedTuple):
 
 def sgld_llc(key, stats, W_star, G_star, activation: str, *, step_size: float, nbeta: float | None = None,
              gamma: float = 100.0, n_chains: int = 8, num_steps: int = 2000, burn_in: int | None = None,
-             thin: int = 1, devices=None) -> SGLDLLC:
-    """lambda_hat by full-batch SGLD on (W, G) (blackjax's kernel, ``samplers.sgld_from_grad``:
-    ``x + eps grad log pi + sqrt(2 eps) xi``), started at w*, the loss averaged over the draws
-    after ``burn_in`` (default a third): what SGLD-based LLC estimators do, to be scored
-    against ``estimate_llc`` on the same (w*, nbeta, gamma)."""
+             thin: int = 1, tokens=None, batch_size: int | None = None, devices=None) -> SGLDLLC:
+    """lambda_hat by SGLD on (W, G) (blackjax's kernel, ``samplers.sgld_from_grad``: ``x + eps
+    grad log pi + sqrt(2 eps) xi``), started at w*, L_n averaged over the draws after
+    ``burn_in`` (default a third): what SGLD-based LLC estimators do, to be scored against
+    ``estimate_llc`` on the same (w*, nbeta, gamma). Full batch by default; with ``tokens: (P,
+    L)`` (the sequences ``stats`` counts) and ``batch_size`` B the gradient of nbeta L_n is
+    estimated on B sequences drawn with replacement per chain and step (``minibatch``: one-hot
+    free), as devinterp does; the recorded loss is the full-data L_n at each draw either way."""
     from copyjax import samplers
     from copyjax.chains import run_algorithm
+    from copyjax.hyper import Hyper
+    from copyjax.minibatch import batch_loglik, check_batch_size, draw_batch
     from copyjax.network import Params
 
     n_chains, num_steps, burn_in, nbeta, gamma, W_star, G_star = _checked(
         stats, W_star, G_star, activation, nbeta, gamma, n_chains, num_steps, burn_in, 0)
     dtype = jax.dtypes.canonicalize_dtype(jnp.float64)
     W_star, G_star = W_star.astype(dtype), G_star.astype(dtype)
-
-    def logdensity(p):
-        return -(nbeta * mean_loss(p.W, p.G, stats, activation) + 0.5 * gamma * jnp.sum((p.W - W_star) ** 2)
-                 + 0.5 * gamma * jnp.sum((p.G - G_star) ** 2))
-
-    grad = jax.grad(logdensity)
-    alg = samplers.sgld_from_grad(lambda k, p: grad(p), step_size)
+    local = lambda p: 0.5 * gamma * (jnp.sum((p.W - W_star) ** 2) + jnp.sum((p.G - G_star) ** 2))
+    if batch_size is None:
+        grad = jax.grad(lambda p: -(nbeta * mean_loss(p.W, p.G, stats, activation) + local(p)))
+        grad_fn = lambda k, p: grad(p)
+    else:
+        if tokens is None:
+            raise ValueError("batch_size needs tokens: the (P, L) sequences the statistics count")
+        tokens = jnp.asarray(tokens)
+        P = int(stats_size(stats))
+        if tokens.ndim != 2 or tokens.shape != (P, stats.shape[0]):
+            raise ValueError(f"tokens must have shape (P, L) = {(P, stats.shape[0])}, got {tokens.shape}")
+        B = check_batch_size(batch_size, P)
+        unit = Hyper(1.0, 1.0, 1.0)  # only beta enters batch_loglik
+        # nbeta L_n estimated by nbeta / B times the batch's summed loss (-log-likelihood at beta = 1)
+        grad_b = jax.grad(lambda p, tb: nbeta / B * batch_loglik(p, tb, unit, activation) - local(p))
+        grad_fn = lambda k, p: grad_b(p, tokens[draw_batch(k, P, B)])
+    alg = samplers.sgld_from_grad(grad_fn, step_size)
     init = Params(jnp.broadcast_to(W_star, (n_chains,) + W_star.shape), jnp.broadcast_to(G_star, (n_chains,) + G_star.shape))
     smp = run_algorithm(key, alg, init, lambda p: {"loss": mean_loss(p.W, p.G, stats, activation)},
                         schedule=Schedule(num_steps, burn_in, thin), layout=Layout(devices=devices))

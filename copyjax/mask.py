@@ -88,20 +88,10 @@ def copy_start(L: int, gamma: float, dtype=jnp.float32) -> jax.Array:
 
 def causal_map(G0: jax.Array, stats: jax.Array, hyper, activation: str, steps: int = 400) -> jax.Array:
     """Minimise the causal action from ``G0: (L, L)`` by optax L-BFGS (``steps`` iterations,
-    one jitted scan). Returns the G it reaches."""
-    import optax
+    one jitted loop: ``_optim.lbfgs_minimize``). Returns the G it reaches."""
+    from copyjax._optim import lbfgs_minimize
 
-    fun = lambda G: causal_exact_action(G, stats, hyper, activation)
-    opt = optax.lbfgs()
-    vg = optax.value_and_grad_from_state(fun)
-
-    def step(carry, _):
-        G, state = carry
-        v, g = vg(G, state=state)
-        u, state = opt.update(g, state, G, value=v, grad=g, value_fn=fun)
-        return (optax.apply_updates(G, u), state), None
-
-    (G, _), _ = jax.lax.scan(step, (G0, opt.init(G0)), None, length=steps)
+    G, _ = lbfgs_minimize(lambda G: causal_exact_action(G, stats, hyper, activation), G0, max_steps=steps)
     return G
 
 

@@ -94,22 +94,10 @@ def _refine_mode(x0, P, law, *, L, V, activation, hyper, max_steps: int = 200, t
     step descends: the softmax density in m is very flat along one direction at large P,
     where undamped Newton steps overshoot). Returns (x, action, Hessian). P and the row law
     are traced: one compilation per (L, V, activation, hyper)."""
-    import optax
+    from copyjax._optim import lbfgs_minimize
 
     fun = _action_fn(P, L, V, activation, hyper, law, tokens)
-    opt = optax.lbfgs()
-    vg = optax.value_and_grad_from_state(fun)
-
-    def cond(c):
-        return (c[3] < max_steps) & (c[2] > tol)
-
-    def body(c):
-        x, state, _, i = c
-        v, g = vg(x, state=state)
-        u, state = opt.update(g, state, x, value=v, grad=g, value_fn=fun)
-        return optax.apply_updates(x, u), state, jnp.max(jnp.abs(g)), i + 1
-
-    x, _, _, _ = jax.lax.while_loop(cond, body, (x0, opt.init(x0), jnp.asarray(jnp.inf, x0.dtype), 0))
+    x, _ = lbfgs_minimize(fun, x0, max_steps=max_steps, tol=tol)
     return x, fun(x), jax.hessian(fun)(x)
 
 

@@ -88,6 +88,12 @@ def parser():
     ap.add_argument("--exact-map-steps", type=nonneg_int("--exact-map-steps"), default=0,
                     help="Adam steps on -log p(G | data) from a prior and a copy start: the exact posterior's "
                          "MAP of G (copyjax.point.exact_map; 0: none)")
+    ap.add_argument("--llc-steps", type=nonneg_int("--llc-steps"), default=0,
+                    help="MALA steps of the exact local learning coefficient at each phase's minimum (Adam on "
+                         "the joint MAP; copyjax.point.llc_column, docs/llc.md; about 1 min per point at L = 32; "
+                         "0: none)")
+    ap.add_argument("--llc-gamma", type=positive_float("--llc-gamma"), default=100.0,
+                    help="the LLC's localisation gamma (with --llc-steps)")
     ap.add_argument("--sgld-starts", nargs="+", choices=SGLD_STARTS,
                     help="where SGLD chains start: prior draws (relaxation from the prior), exact "
                          "joint draws of (W, G) (needs exact chains), the copy pattern (hysteresis); "
@@ -157,6 +163,10 @@ def build_config(a, ap):
         cfg["free_energy"] = {"steps": fe_steps}
     if a.exact_map_steps:  # likewise
         cfg["exact_map_steps"] = a.exact_map_steps
+    if a.llc_steps:  # likewise
+        if a.llc_steps < 30:
+            ap.error(f"--llc-steps must be 0 or >= 30 (a third is burn-in), got {a.llc_steps}")
+        cfg["llc_steps"], cfg["llc_gamma"] = a.llc_steps, a.llc_gamma
     return cfg
 
 

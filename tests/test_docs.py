@@ -37,6 +37,7 @@ def test_phase_diagram_option_table_matches_the_code():
     assert t[("--no-free-energy", "--free-energy-steps")] == f"on, {pd.DEFAULT_FREE_ENERGY_STEPS}"
     assert t[("--seed",)] == str(default("--seed"))
     assert t[("--exact-map-steps",)] == str(default("--exact-map-steps"))
+    assert t[("--llc-steps", "--llc-gamma")] == f"{default('--llc-steps')}, {default('--llc-gamma'):g}"
     assert "default 32" not in (ROOT / "docs" / "phase_diagram.md").read_text()
 
 

@@ -1,11 +1,11 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
 
 import copyjax as cj
 from copyjax import reduced as R
+from copyjax._optim import lbfgs_minimize
 from copyjax import theory as T
 
 
@@ -42,16 +42,7 @@ def full_map(L, V, P, activation, G0, steps=3000):
     h = cj.default_hyper(activation, L)
     E = cj.expected_stats(P, L, V, jnp.float64)
     f = lambda G: cj.exact_action(G, E, h, activation)
-    opt = optax.lbfgs()
-    vg = optax.value_and_grad_from_state(f)
-
-    def body(carry, _):
-        G, s = carry
-        v, g = vg(G, state=s)
-        u, s = opt.update(g, s, G, value=v, grad=g, value_fn=f)
-        return (optax.apply_updates(G, u), s), None
-
-    (G, _), _ = jax.lax.scan(body, (G0, opt.init(G0)), None, length=steps)
+    G, _ = lbfgs_minimize(f, G0, max_steps=steps)
     return G, f(G)
 
 

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from copyjax import results
-from copyjax.point import adam_runs, exact_chains, exact_map, op_nuts, phase_weights, sgld_chains, theory_forms
+from copyjax.point import adam_runs, exact_chains, exact_map, llc_column, op_nuts, phase_weights, sgld_chains, theory_forms
 from copyjax.point.base import Context, Method
 
 # the registry: (method, ...) in the order they run
@@ -29,6 +29,7 @@ METHODS: tuple[Method, ...] = (
     phase_weights.METHOD,  # free_energy: umbrella + MBAR where the exact start families disagree
     sgld_chains.METHOD,  # sgld: SGLD on (W, G) from each start
     adam_runs.METHOD,  # adam: Adam ensembles
+    llc_column.METHOD,  # llc: the exact local learning coefficient per phase, off by default
 )
 
 
