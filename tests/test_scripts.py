@@ -44,6 +44,7 @@ def run(script, args):
     ("transitions.py", ["--forms", "mean_field"], "--forms"),
     ("transitions.py", ["--tokens", "markov:0.3"], "--forms map"),
     ("transitions.py", ["--tokens", "zipf:-1"], "--tokens"),
+    ("transitions.py", ["--exact", "/nonexistent"], "--exact /nonexistent: no readable"),
     ("free_energy.py", ["--tokens", "markov:0.3"], "--tokens"),
     ("free_energy.py", ["--tokens", "gauss"], "--tokens"),
     ("demo.py", ["--L", "1"], "--L must be >= 2"),
@@ -229,6 +230,17 @@ def test_transitions_script_end_to_end(tmp_path):
     z = json.loads(out.read_text())[0]
     assert "tokens: zipf:1" in r.stdout and z["softmax"]["tokens"] == "zipf:1" == z["linear"]["tokens"]
     assert rows[1]["softmax"]["tokens"] == "uniform" and z["softmax"]["P_star"] != rows[1]["softmax"]["P_star"]
+    # --exact: a free-energy run's P* beside the theory's, for its (L, V) and law only
+    fe = tmp_path / "fe"
+    fe.mkdir()
+    (fe / "summary.json").write_text(json.dumps({"config": {"L": 16, "V": 8}, "tokens": "zipf:1", "P_star": 301.4,
+                                                 "P_star_err": 2.2, "per_seed": {"0": {"spinodal_low": 290.0,
+                                                                                       "spinodal_high": None}}}))
+    r = run("transitions.py", ["--LV", "16,8", "--forms", "map", "--tokens", "zipf:1", "--exact", str(fe)])
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "| 16 | 8 | exact posterior | 301 ± 2 | 290-(past the scan) (two minima) |" in r.stdout
+    r = run("transitions.py", ["--LV", "16,8", "--forms", "map", "--exact", str(fe)])
+    assert r.returncode == 2 and "holds tokens zipf:1, not --tokens uniform" in r.stderr
 
 
 def test_free_energy_script_takes_a_token_law(tmp_path):
