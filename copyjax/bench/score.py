@@ -33,6 +33,7 @@ from scipy import stats as sps
 
 from copyjax import chains
 from copyjax._checks import check_size
+from copyjax.bench.samplers import grads_per_step
 from copyjax.bench.task import Reference
 from copyjax.network import Params, init_params, logdensity_from_stats, observables
 
@@ -63,6 +64,7 @@ class RunScores:
     wall_s: float
     nonfinite: int
     steps_to_equilibrium: int | None = None
+    ess_per_grad: float = float("nan")  # ESS per full-data gradient (a step may take several: SGHMC)
 
 
 
@@ -94,7 +96,7 @@ def run(ref: Reference, build, step_size: float, *, start: str, n_chains: int, n
     return s, time.perf_counter() - t0
 
 
-def _score(start, x, loss, ref: Reference, wall_s, n_steps, nonfinite, steps_to_eq=None) -> RunScores:
+def _score(start, x, loss, ref: Reference, wall_s, n_steps, nonfinite, steps_to_eq=None, grads: int = 1) -> RunScores:
     """``x, loss: (chain, draw)`` after the burn-in."""
     s = chains.summarize(x)
     sl = chains.summarize(loss)
@@ -109,7 +111,7 @@ def _score(start, x, loss, ref: Reference, wall_s, n_steps, nonfinite, steps_to_
     return RunScores(start, s.mean, s.mcse, s.mean - r.mean, (s.mean - r.mean) / se if se > 0 else float("inf"),
                      s.sd, sd_ratio, sd_se, w1, ks, sl.mean - rl.mean,
                      (sl.mean - rl.mean) / float(np.hypot(sl.mcse, rl.mcse)), s.rhat, s.ess,
-                     s.ess / wall_s, s.ess / n_steps, wall_s, int(nonfinite), steps_to_eq)
+                     s.ess / wall_s, s.ess / n_steps, wall_s, int(nonfinite), steps_to_eq, s.ess / (n_steps * grads))
 
 
 def steps_to_equilibrium(x: np.ndarray, ref: Reference, thin: int) -> int | None:
@@ -167,7 +169,7 @@ def score_sampler(ref: Reference, name: str, build, step_size: float, *, n_chain
         burn = x.shape[1] // 3
         eq = steps_to_equilibrium(x, ref, thin) if start == "prior" else None
         out[start] = _score(start, x[:, burn:], loss[:, burn:], ref, wall, num_steps,
-                            int(np.asarray(s.nonfinite).sum()), eq)
+                            int(np.asarray(s.nonfinite).sum()), eq, grads_per_step(build))
     sc = Scores(name, float(step_size), n_chains, num_steps, out["exact"], out["prior"], False)
     return dataclasses.replace(sc, agrees_with_exact=verdict(sc.row()))
 
