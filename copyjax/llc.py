@@ -286,6 +286,9 @@ def sgld_llc(key, stats, W_star, G_star, activation: str, *, step_size: float, n
     W_star, G_star = W_star.astype(dtype), G_star.astype(dtype)
     local = lambda p: 0.5 * gamma * (jnp.sum((p.W - W_star) ** 2) + jnp.sum((p.G - G_star) ** 2))
     if batch_size is None:
+        if tokens is not None:
+            raise ValueError("tokens without batch_size: give batch_size for minibatch gradients (the full "
+                             "batch uses the statistics)")
         grad = jax.grad(lambda p: -(nbeta * mean_loss(p.W, p.G, stats, activation) + local(p)))
         grad_fn = lambda k, p: grad(p)
     else:

@@ -121,6 +121,8 @@ def test_minibatch_sgld_estimates_the_same_llc(problem, exact):
     with pytest.raises(ValueError, match="batch_size"):
         llc.sgld_llc(jax.random.key(2), st, W, G, "softmax", step_size=0.003, num_steps=10, tokens=tokens,
                      batch_size=P + 1)
+    with pytest.raises(ValueError, match="tokens without batch_size"):
+        llc.sgld_llc(jax.random.key(2), st, W, G, "softmax", step_size=0.003, num_steps=10, tokens=tokens)
     with pytest.raises(ValueError, match="tokens must have shape"):
         llc.sgld_llc(jax.random.key(2), st, W, G, "softmax", step_size=0.003, num_steps=10, tokens=tokens[:10],
                      batch_size=5)
