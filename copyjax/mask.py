@@ -17,6 +17,8 @@ of order ln(l + 1) to copy, so the order parameter is per row (``row_copy_order`
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -95,5 +97,59 @@ def causal_map(G0: jax.Array, stats: jax.Array, hyper, activation: str, steps: i
     return G
 
 
-__all__ = ["allowed", "causal_attention", "causal_data_action", "causal_exact_action", "causal_map", "check_mask",
-           "copy_start", "MASKS", "row_copy_order"]
+def causal_logdensity(G: jax.Array, stats: jax.Array, hyper, activation: str) -> jax.Array:
+    """The log density a sampler of the causal model's G uses, ``G: (L, L)``: ``-S_P(G)`` (the
+    allowed entries' posterior) times an independent N(0, sigma_g2) on each masked entry, which
+    A never sees, so that every coordinate is proper (their marginal is that Gaussian and
+    nothing else depends on them). ``-inf`` where M is not positive definite."""
+    L = G.shape[-1]
+    v = -causal_exact_action(G, stats, hyper, activation) - 0.5 * jnp.sum(jnp.where(allowed(L), 0.0, G) ** 2) / hyper.sigma_g2
+    return jnp.where(jnp.isfinite(v), v, -jnp.inf)
+
+
+class CausalPosterior(NamedTuple):
+    """Draws of the causal model's posterior of G (``sample_causal_posterior``): ``aG_rows``
+    ``(chain, draw, L - 1)`` the per-row copy order parameter, ``start`` per chain ("pool" /
+    "copy"), ``acceptance`` per chain, ``summary``: ``summarize`` of the row mean of a_G(l)
+    over all chains (mean, sd, mcse, rhat, ess)."""
+
+    aG_rows: np.ndarray
+    start: list
+    acceptance: np.ndarray
+    summary: object
+
+
+def sample_causal_posterior(key, stats, hyper, activation: str, *, n_chains: int = 8, num_steps: int = 900,
+                            gamma: float = 8.0, devices=None, progress: bool = False) -> CausalPosterior:
+    """The exact posterior of the causal model's G (W integrated out: ``causal_logdensity``) by
+    the exact posterior's adaptive MALA (``exact_posterior.as_top_level_api``: per-chain step
+    tuned during the first third, then frozen; the draws after it), half the chains from G = 0
+    (pooling), half from ``copy_start(L, gamma)``; ``stats: (L, L, V, V)``."""
+    from copyjax import exact_posterior
+    from copyjax._checks import check_size
+    from copyjax.chains import Layout, Schedule, run_algorithm, summarize
+
+    L = check_square("G", jnp.zeros(stats.shape[:2]))
+    check_stats(stats, L)
+    n_chains = check_size("n_chains", n_chains, 2)
+    num_steps = check_size("num_steps", num_steps, 30)
+    dtype = stats.dtype
+    n_pool = n_chains // 2
+    G0 = jnp.concatenate([jnp.zeros((n_pool, L, L), dtype),
+                          jnp.broadcast_to(copy_start(L, gamma, dtype), (n_chains - n_pool, L, L))])
+    burn = num_steps // 3
+    eps0 = exact_posterior.default_initial_step(activation, hyper)
+    alg = exact_posterior.as_top_level_api(lambda G: causal_logdensity(G, stats, hyper, activation), eps0, burn)
+    # the driver records scalars per draw: one observable per row
+    observe = lambda G: {f"row{l}": a for l, a in enumerate(row_copy_order(causal_attention(G, activation)), 1)}
+    smp = run_algorithm(key, alg, G0, observe, schedule=Schedule(num_steps, burn, 1), layout=Layout(devices=devices),
+                        progress=progress, desc="causal posterior")
+    rows = np.stack([np.asarray(smp.draws[f"row{l}"], float) for l in range(1, L)], axis=-1)
+    return CausalPosterior(rows, ["pool"] * n_pool + ["copy"] * (n_chains - n_pool),
+                           np.asarray(smp.info.get("acceptance_rate", np.full(n_chains, np.nan))),
+                           summarize(rows.mean(-1)))
+
+
+__all__ = ["allowed", "causal_attention", "causal_data_action", "causal_exact_action", "causal_logdensity",
+           "causal_map", "CausalPosterior", "check_mask", "copy_start", "MASKS", "row_copy_order",
+           "sample_causal_posterior"]

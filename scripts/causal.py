@@ -4,6 +4,11 @@ start (G = 0) and from a copy start (logit --gamma at the previous token), the p
 order parameter a_G(l) of each and of the lower of the two (the global MAP); table and figure.
 
     python scripts/causal.py --L 32 --V 32 --P 600 900 1200 1600 2000 2500 3000 --out runs/causal
+    python scripts/causal.py --L 32 --V 32 --P 600 1200 2000 3000 --exact-chains 8 --out runs/causal_exact
+
+``--exact-chains N``: also the exact posterior of G on sampled data of P sequences
+(``copyjax.mask.sample_causal_posterior``: adaptive MALA, W integrated out), its mean and sd of
+the row-averaged a_G and each start family's mean (they disagree where two phases coexist).
 
 A row with l + 1 keys needs a copy logit of order ln(l + 1): does the transition run through
 the rows from l = 1 upwards, and does each row jump (first order) or turn smoothly?
@@ -25,10 +30,19 @@ ap.add_argument("--activation", choices=["softmax"], default="softmax")
 ap.add_argument("--P", type=positive_int("--P"), nargs="+", required=True)
 ap.add_argument("--gamma", type=positive_float("--gamma"), default=8.0, help="copy start's logit")
 ap.add_argument("--steps", type=positive_int("--steps"), default=400, help="L-BFGS iterations per start")
+ap.add_argument("--exact-chains", type=int, default=0,
+                help="chains on the exact causal posterior of G per P (half from pooling, half from the copy start; "
+                     "0: none), on sampled data of P sequences")
+ap.add_argument("--exact-steps", type=positive_int("--exact-steps"), default=900, help="MALA steps per exact chain")
+ap.add_argument("--data-seed", type=int, default=0)
 ap.add_argument("--out", default="runs/causal")
 a = ap.parse_args()
 if a.L < 3 or a.V < 2:
     ap.error("--L must be >= 3 and --V >= 2")
+if a.exact_chains and a.exact_chains < 2:
+    ap.error(f"--exact-chains must be 0 or >= 2 (one per start), got {a.exact_chains}")
+if a.exact_steps < 30:
+    ap.error(f"--exact-steps must be >= 30 (a third is burn-in), got {a.exact_steps}")
 
 import jax  # noqa: E402
 
@@ -60,11 +74,23 @@ for P in Ps:
     n_copy = int(np.sum(aG > 0.5))
     rows.append({"P": P, "action": {k: v[0] for k, v in res.items()}, "aG_rows": {k: v[1].tolist() for k, v in res.items()},
                  "global": best, "n_rows_copying": n_copy})
+    if a.exact_chains:
+        data = cj.sampled_stats(jax.random.fold_in(jax.random.key(a.data_seed), P), P, L, V).astype(jnp.float64)
+        ex = M.sample_causal_posterior(jax.random.fold_in(jax.random.key(a.data_seed + 1), P), data, h, act,
+                                       n_chains=a.exact_chains, num_steps=a.exact_steps, gamma=a.gamma)
+        fam = {s: float(ex.aG_rows[[i for i, t in enumerate(ex.start) if t == s]].mean()) for s in ("pool", "copy")}
+        rows[-1]["exact"] = {"mean": ex.summary.mean, "mcse": ex.summary.mcse, "sd": ex.summary.sd,
+                             "rhat": ex.summary.rhat, "by_start": fam, "aG_rows": ex.aG_rows.mean((0, 1)).tolist(),
+                             "acceptance": float(np.nanmean(ex.acceptance))}
+        print(f"{'':>7} exact posterior (MALA, {a.exact_chains} x {a.exact_steps}): mean a_G {ex.summary.mean:.3f} "
+              f"+- {ex.summary.mcse:.3f} (sd {ex.summary.sd:.3f}, R-hat {ex.summary.rhat:.3f}); from pooling "
+              f"{fam['pool']:.3f}, from copy {fam['copy']:.3f}", flush=True)
     print(f"{P:>7} {res['pool'][0]:>10.2f} {res['copy'][0]:>10.2f} {res['pool'][1].mean():>14.3f} "
           f"{res['copy'][1].mean():>6.3f} {n_copy:>4} of {L - 1} ({best}: rows "
           f"{', '.join(str(i + 1) for i in np.flatnonzero(aG > 0.5)[:3])}{' ...' if n_copy > 3 else ''})", flush=True)
 with open(os.path.join(a.out, "causal_map.json"), "w") as f:
-    json.dump({"L": L, "V": V, "activation": act, "gamma": a.gamma, "steps": a.steps, "rows": rows,
+    json.dump({"L": L, "V": V, "activation": act, "gamma": a.gamma, "steps": a.steps, "exact_chains": a.exact_chains,
+               "exact_steps": a.exact_steps, "data_seed": a.data_seed, "rows": rows,
                "seconds": time.perf_counter() - t0}, f, indent=1)
 
 import matplotlib  # noqa: E402
@@ -83,7 +109,10 @@ ax.set_ylabel("row l (l + 1 keys)")
 ax.set_title(f"causal MAP (global): a_G per row, L = {L}, V = {V}")
 fig.colorbar(im, ax=ax)
 for name, mk in (("pool", "o-"), ("copy", "s--")):
-    bx.plot(Ps, [np.mean(r["aG_rows"][name]) for r in rows], mk, label=f"from the {name} start")
+    bx.plot(Ps, [np.mean(r["aG_rows"][name]) for r in rows], mk, label=f"MAP from the {name} start")
+if a.exact_chains:
+    bx.errorbar(Ps, [r["exact"]["mean"] for r in rows], [r["exact"]["sd"] for r in rows], fmt="D", color="k",
+                capsize=3, label="exact posterior (mean +- sd)")
 bx.set_xscale("log")
 bx.set_xlabel("P")
 bx.set_ylabel("mean over rows of a_G(l)")

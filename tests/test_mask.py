@@ -61,3 +61,40 @@ def test_causal_map_reaches_a_stationary_point():
     assert f(G) < f(G0) - 1.0
     g = jnp.where(M.allowed(L), jax.grad(f)(G), 0.0)
     assert float(jnp.max(jnp.abs(g))) < 1e-5
+
+
+def test_causal_posterior_sampler_matches_nuts_on_the_same_density():
+    """``sample_causal_posterior`` (the exact posterior's adaptive MALA on ``causal_logdensity``,
+    chains from pooling and copy starts) against blackjax NUTS (window adaptation) on the same
+    log density at L = 4, V = 3, P = 150 (sampled data): the posterior mean of the row-averaged
+    a_G within 4 combined MCSE, its sd within 4 combined relative errors 1/sqrt(2 ESS) (about 5 %).
+    Measured: 0.6870 +- 0.0012 (sd 0.0849) against NUTS 0.6874 +- 0.0008 (sd 0.0848). Planted:
+    the sampler wired to the full mask's density (``action.marginal_logdensity``) gives sd 0.0915,
+    8 % wide: fails. (The masked entries' own prior changes nothing A sees: it only keeps those
+    coordinates proper.)"""
+    import blackjax
+
+    from copyjax.chains import summarize
+
+    L, V, P = 4, 3, 150
+    st = cj.sufficient_stats(cj.sample_tokens(jax.random.key(5), P, L, V), V).astype(jnp.float64)
+    h = cj.default_hyper("softmax", L)
+    r = M.sample_causal_posterior(jax.random.key(0), st, h, "softmax", n_chains=8, num_steps=3000,
+                                  devices=jax.devices()[:1])
+    assert r.summary.rhat < 1.05 and r.aG_rows.shape == (8, 2000, L - 1)
+    lp = lambda x: M.causal_logdensity(x.reshape(L, L), st, h, "softmax")
+    (state, params), _ = blackjax.window_adaptation(blackjax.nuts, lp).run(jax.random.key(1), jnp.zeros(L * L),
+                                                                           num_steps=500)
+    nuts = blackjax.nuts(lp, **params)
+
+    def chain(key, x0):
+        def one(s, k):
+            s, _ = nuts.step(k, s)
+            return s, M.row_copy_order(M.causal_attention(s.position.reshape(L, L), "softmax")).mean()
+        return jax.lax.scan(one, nuts.init(x0), jax.random.split(key, 1500))[1]
+
+    draws = np.asarray(jax.vmap(chain)(jax.random.split(jax.random.key(2), 4), jnp.tile(state.position, (4, 1))))
+    ref = summarize(draws[:, 250:])
+    assert abs(r.summary.mean - ref.mean) < 4 * np.hypot(r.summary.mcse, ref.mcse), (r.summary.mean, ref.mean)
+    rel = 4 * np.sqrt(1 / (2 * r.summary.ess) + 1 / (2 * ref.ess))  # sd's relative error, 4 of them
+    assert abs(r.summary.sd / ref.sd - 1) < rel, (r.summary.sd, ref.sd, rel)

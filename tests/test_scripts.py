@@ -179,15 +179,21 @@ def test_token_laws_table_and_figure(tmp_path):
 
 def test_causal_script_end_to_end(tmp_path):
     """scripts/causal.py at L = 6, V = 3: the table, causal_map.json (per-row a_G from both
-    starts, the global one) and the figure; a too small --L is an argument error."""
-    r = run("causal.py", ["--L", "6", "--V", "3", "--P", "30", "300", "--steps", "100", "--out", str(tmp_path)])
+    starts, the global one; with --exact-chains the exact posterior's per P) and the figure; a
+    too small --L or --exact-chains is an argument error."""
+    r = run("causal.py", ["--L", "6", "--V", "3", "--P", "30", "300", "--steps", "100", "--exact-chains", "4",
+                          "--exact-steps", "300", "--out", str(tmp_path)])
     assert r.returncode == 0, r.stderr[-2000:]
     out = json.loads((tmp_path / "causal_map.json").read_text())
     assert [row["P"] for row in out["rows"]] == [30, 300]
     assert all(len(row["aG_rows"]["pool"]) == 5 and row["global"] in ("pool", "copy") for row in out["rows"])
     assert np.mean(out["rows"][1]["aG_rows"]["pool"]) > np.mean(out["rows"][0]["aG_rows"]["pool"])  # more data, more copy
     assert (tmp_path / "causal_map.png").stat().st_size > 0
+    ex = [row["exact"] for row in out["rows"]]
+    assert len(ex[0]["aG_rows"]) == 5 and set(ex[0]["by_start"]) == {"pool", "copy"}
+    assert ex[1]["mean"] > ex[0]["mean"] and "exact posterior (MALA, 4 x 300)" in r.stdout
     assert_cli_error(run("causal.py", ["--L", "2", "--P", "10", "--out", str(tmp_path)]), "--L")
+    assert_cli_error(run("causal.py", ["--P", "10", "--exact-chains", "1", "--out", str(tmp_path)]), "--exact-chains")
 
 
 def test_compile_cache_second_run_compiles_nothing_new(tmp_path):
