@@ -117,7 +117,7 @@ bx.set_xscale("log")
 bx.set_xlabel("P")
 bx.set_ylabel("mean over rows of a_G(l)")
 bx.legend(fontsize=7)
-bx.set_title("both starts (hysteresis: two minima)")
+bx.set_title("MAP from both starts" + (" and the exact posterior" if a.exact_chains else ""))
 fig.tight_layout()
 for ext in ("png", "pdf"):
     fig.savefig(os.path.join(a.out, f"causal_map.{ext}"), dpi=130)
