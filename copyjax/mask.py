@@ -129,8 +129,7 @@ def sample_causal_posterior(key, stats, hyper, activation: str, *, n_chains: int
     from copyjax._checks import check_size
     from copyjax.chains import Layout, Schedule, run_algorithm, summarize
 
-    L = check_square("G", jnp.zeros(stats.shape[:2]))
-    check_stats(stats, L)
+    L, _ = check_stats(stats)
     n_chains = check_size("n_chains", n_chains, 2)
     num_steps = check_size("num_steps", num_steps, 30)
     dtype = stats.dtype
