@@ -28,6 +28,7 @@ from blackjax.adaptation.step_size import DualAveragingAdaptationState, dual_ave
 from blackjax.base import SamplingAlgorithm
 from blackjax.mcmc.mala import MALAState
 
+from copyjax import mask as causal
 from copyjax._checks import check_activation, check_burn_in, check_size
 from copyjax.action import expected_loss, marginal_logdensity
 from copyjax.chains import Layout, Samples, Schedule, nested_rhat, run_chains, summarize
@@ -178,6 +179,14 @@ def order_directions(L: int, dtype=jnp.float32) -> jax.Array:
     return jnp.stack([U, (S - U) / jnp.sqrt(L - 1.0)])
 
 
+def logdensity(G, stats, hyper, activation: str, mask: str = "full") -> jax.Array:
+    """The exact marginal log density of ``G: (L, L)``: ``action.marginal_logdensity`` (the
+    full cyclic mask) or ``mask.causal_logdensity`` (``mask="causal"``)."""
+    if mask == "causal":
+        return causal.causal_logdensity(G, stats, hyper, activation)
+    return marginal_logdensity(G, stats, hyper, activation)
+
+
 class ExactSampler(NamedTuple):
     """Hashable spec for ``run_chains(..., data=...)``: adaptive MALA on the exact marginal
     of ``data["stats"]`` from the initial step ``data["step_size"]``. One compilation serves a
@@ -188,9 +197,10 @@ class ExactSampler(NamedTuple):
     n_adapt: int
     target: float = 0.57
     precondition: bool = True
+    mask: str = "full"
 
     def build(self, data) -> SamplingAlgorithm:
-        lp = lambda G: marginal_logdensity(G, data["stats"], self.hyper, self.activation)
+        lp = lambda G: logdensity(G, data["stats"], self.hyper, self.activation, self.mask)
         L = data["stats"].shape[0]
         D = order_directions(L, data["step_size"].dtype) if self.precondition else None
         return as_top_level_api(lp, data["step_size"], self.n_adapt, self.target, directions=D)
@@ -198,12 +208,24 @@ class ExactSampler(NamedTuple):
 
 class ExactObserver(NamedTuple):
     """``observe(G, data)``: the reported order parameters (``order.reported_order_parameters``),
-    the training loss with W averaged over its posterior given G, and the log density."""
+    the training loss with W averaged over its posterior given G, and the log density.
+    ``mask="causal"``: ``cG`` the mean over rows of the causal a_G(l) (``mask.causal_order``),
+    ``c1 = 1 - cG`` (the pooling share, as a_1 = 1 - a_G for full softmax), ``abs_rho`` and
+    ``family`` 0, the causal model's loss and density."""
 
     hyper: object
     activation: str
+    mask: str = "full"
 
     def __call__(self, G, data) -> dict:
+        if self.mask == "causal":
+            stats = data["stats"]
+            A = causal.causal_attention(G.astype(stats.dtype), self.activation)
+            cG = causal.causal_order(A)
+            zero = jnp.zeros((), cG.dtype)
+            return {"c1": 1.0 - cG, "cG": cG, "abs_rho": zero, "family": zero,
+                    "loss": causal.causal_expected_loss(A, stats, self.hyper),
+                    "logdensity": causal.causal_logdensity(G, stats, self.hyper, self.activation)}
         A = attention(G.astype(data["stats"].dtype), self.activation)
         return reported_order_parameters(A, self.activation) | {
             "loss": expected_loss(A, data["stats"], self.hyper),
@@ -214,12 +236,13 @@ class ExactObserver(NamedTuple):
 
 
 def start_positions(key, n_prior: int, n_copy: int, L: int, hyper, activation: str,
-                    dtype=jnp.float32) -> jax.Array:
+                    dtype=jnp.float32, mask: str = "full") -> jax.Array:
     """``(n_prior + n_copy, L, L)`` starts: prior draws ``G ~ N(0, sigma_g2)``, then the copy
     pattern (softmax: logit ``log 4L`` at the previous token, a_G ~ 0.8; linear: ``A = S``)
-    plus a tenth of a prior draw."""
+    plus a tenth of a prior draw. ``mask="causal"``: the causal copy pattern (no wrap at row 0,
+    ``mask.copy_start``)."""
     prior = jnp.sqrt(hyper.sigma_g2) * jax.random.normal(key, (n_prior + n_copy, L, L), dtype)
-    S = shift_matrix(L, dtype)
+    S = causal.copy_start(L, 1.0, dtype) if mask == "causal" else shift_matrix(L, dtype)
     copy = (jnp.log(4.0 * L) * S if activation == "softmax" else S) + 0.1 * prior[n_prior:]
     return jnp.concatenate([prior[:n_prior], copy]).astype(dtype)
 
@@ -242,7 +265,8 @@ def default_warmup_lr(activation: str, hyper) -> float:
     return 0.05 if activation == "softmax" else 0.4 * float(np.sqrt(hyper.sigma_g2))
 
 
-def optimise_starts(G0: jax.Array, stats, hyper, activation: str, n_steps: int, learning_rate: float):
+def optimise_starts(G0: jax.Array, stats, hyper, activation: str, n_steps: int, learning_rate: float,
+                    mask: str = "full"):
     """``n_steps`` of optax Adam (cosine-decayed learning rate) on ``-log p(G | data)`` from
     every start ``G0: (chain, L, L)``, vmapped over chains.
 
@@ -251,19 +275,19 @@ def optimise_starts(G0: jax.Array, stats, hyper, activation: str, n_steps: int, 
     for 1500 steps from the linear copy start at L = 64); gradient steps of Adam reach the
     basin the start drains into in a few hundred steps. The draws before the sampling
     burn-in ends are discarded, so this biases nothing; each family stays in the basin
-    its start lies in."""
+    its start lies in. ``mask``: the density's (``logdensity``)."""
     n_steps = check_size("n_steps", n_steps, 1)
     return _optimise(G0, stats, jnp.asarray(learning_rate, G0.dtype), hyper=hyper,
-                     activation=activation, n_steps=n_steps)
+                     activation=activation, n_steps=n_steps, mask=causal.check_mask(mask))
 
 
-@partial(jax.jit, static_argnames=("hyper", "activation", "n_steps"))
-def _optimise(G0, stats, learning_rate, *, hyper, activation, n_steps):
+@partial(jax.jit, static_argnames=("hyper", "activation", "n_steps", "mask"))
+def _optimise(G0, stats, learning_rate, *, hyper, activation, n_steps, mask="full"):
     import optax
 
     # statistics and learning rate are arguments: one compilation per sweep over P
     opt = optax.adam(optax.cosine_decay_schedule(learning_rate, n_steps, alpha=0.01))
-    loss = lambda G: -marginal_logdensity(G, stats, hyper, activation)
+    loss = lambda G: -logdensity(G, stats, hyper, activation, mask)
 
     def one(G):
         def body(carry, _):
@@ -294,7 +318,7 @@ def sample_exact_posterior(key, stats, hyper, activation: str, *, n_chains: int,
                            burn_in: int | None = None, thin: int = 1, warmup_steps: int | None = None,
                            warmup_lr: float | None = None, initial_step_size=None,
                            target: float = 0.57, precondition: bool | None = None, progress: bool = False,
-                           devices=None, desc: str = "exact") -> ExactRun:
+                           devices=None, desc: str = "exact", mask: str = "full") -> ExactRun:
     """Adaptive MALA on ``exp(-S_P(G))`` for ``stats: (L, L, V, V)``: ``n_chains // 2`` chains
     from the copy pattern, the rest from the prior. Each chain first takes ``warmup_steps``
     Adam steps (``optimise_starts``; default ``default_warmup_steps``), then MALA whose step is tuned per chain
@@ -303,9 +327,14 @@ def sample_exact_posterior(key, stats, hyper, activation: str, *, n_chains: int,
     directions (``order_directions``); default: for linear attention only (measured in
     ``benchmarks/exact_kernels.py``: it pays where the copy direction is wide, between the
     linear onset and crossover, and hurts softmax, whose short burn-in windows overestimate
-    the copy direction's width while chains still relax)."""
+    the copy direction's width while chains still relax). ``mask="causal"``: the causal
+    model's posterior (``copyjax.mask``; softmax, no preconditioning: the pooling and copy
+    directions are the cyclic model's), its order parameters as ``ExactObserver`` records them."""
     precondition = (activation == "linear") if precondition is None else bool(precondition)
     check_activation(activation)
+    if causal.check_mask(mask) == "causal" and (activation != "softmax" or precondition):
+        raise ValueError(f"mask 'causal' is built for activation 'softmax' without preconditioning; got activation "
+                         f"{activation!r}, precondition={precondition}")
     n_chains = check_size("n_chains", n_chains, 2)
     num_steps = check_size("num_steps", num_steps, 2)
     warmup_steps = (default_warmup_steps(activation) if warmup_steps is None
@@ -318,14 +347,14 @@ def sample_exact_posterior(key, stats, hyper, activation: str, *, n_chains: int,
     L = stats.shape[0]
     k_init, k_run = jax.random.split(key)
     n_copy = n_chains // 2
-    init_G = start_positions(k_init, n_chains - n_copy, n_copy, L, hyper, activation, pos_dtype)
+    init_G = start_positions(k_init, n_chains - n_copy, n_copy, L, hyper, activation, pos_dtype, mask)
     if warmup_steps:
         lr = default_warmup_lr(activation, hyper) if warmup_lr is None else warmup_lr
-        init_G = optimise_starts(init_G, stats, hyper, activation, warmup_steps, lr)
+        init_G = optimise_starts(init_G, stats, hyper, activation, warmup_steps, lr, mask)
     eps0 = default_initial_step(activation, hyper) if initial_step_size is None else initial_step_size
     data = {"stats": stats, "step_size": jnp.asarray(eps0, pos_dtype)}
-    smp = run_chains(k_run, ExactSampler(hyper, activation, burn_in, target, precondition), init_G,
-                     ExactObserver(hyper, activation), data, schedule=Schedule(num_steps, burn_in, thin),
+    smp = run_chains(k_run, ExactSampler(hyper, activation, burn_in, target, precondition, mask), init_G,
+                     ExactObserver(hyper, activation, mask), data, schedule=Schedule(num_steps, burn_in, thin),
                      layout=Layout(devices=devices), progress=progress, desc=desc)
     start = np.r_[np.zeros(n_chains - n_copy, int), np.ones(n_copy, int)]
     acc = np.asarray(smp.info["acceptance_rate"])
@@ -407,5 +436,5 @@ def sign_families(draws: dict, keep: np.ndarray, z: float = 4.0) -> SignFamilies
 
 __all__ = ["AdaptiveMALAInfo", "AdaptiveMALAState", "as_top_level_api", "build_kernel",
            "default_initial_step", "default_warmup_lr", "default_warmup_steps", "ExactObserver", "ExactRun",
-           "ExactSampler", "init", "optimise_starts", "order_directions", "sample_exact_posterior",
+           "ExactSampler", "init", "logdensity", "optimise_starts", "order_directions", "sample_exact_posterior",
            "sign_families", "start_positions", "summarize_exact", "window_starts", "WINDOWS"]

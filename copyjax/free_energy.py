@@ -31,6 +31,7 @@ from blackjax.base import SamplingAlgorithm
 from jax.scipy.special import logsumexp
 
 from copyjax import exact_posterior
+from copyjax import mask as causal
 from copyjax import mbar
 from copyjax._checks import check_activation, check_burn_in, check_positive, check_size
 from copyjax.action import action_from_KB, marginal_logdensity
@@ -65,13 +66,21 @@ def mean_coordinate(G: jax.Array) -> jax.Array:
 COORDINATES = {"copy": copy_coordinate, "mean": mean_coordinate}
 
 
-def check_coordinate(coordinate: str, activation: str) -> str:
+def check_coordinate(coordinate: str, activation: str, mask: str = "full") -> str:
     if coordinate not in COORDINATES:
         raise ValueError(f"coordinate must be one of {sorted(COORDINATES)}, got {coordinate!r}")
     if coordinate == "mean" and activation != "linear":
         raise ValueError("coordinate 'mean' needs activation 'linear' (softmax rows sum to 1: "
                          "a_1 + a_G = 1 at every G)")
+    if causal.check_mask(mask) == "causal" and (coordinate != "copy" or activation != "softmax"):
+        raise ValueError("mask 'causal' is built for activation 'softmax' on coordinate 'copy' (the "
+                         f"causal copy logit); got activation {activation!r}, coordinate {coordinate!r}")
     return coordinate
+
+
+def _coordinate_fn(coordinate: str, mask: str):
+    """The biased coordinate as a function of G: the causal copy logit under the causal mask."""
+    return causal.causal_copy_coordinate if mask == "causal" else COORDINATES[coordinate]
 
 
 # ------------------------------------------------------------------ umbrella kernel
@@ -90,11 +99,14 @@ class UmbrellaState(NamedTuple):
         return self.inner.position
 
 
-def biased_logdensity(G, stats, hyper, activation: str, center, kappa, t, coordinate: str = "copy"):
+def biased_logdensity(G, stats, hyper, activation: str, center, kappa, t, coordinate: str = "copy",
+                      mask: str = "full"):
     """``-S_P^{(t)}(G) - kappa/2 (x(G) - center)^2`` with x the ``coordinate`` (``-inf``, not
-    NaN, where M is not positive definite)."""
-    lp = marginal_logdensity(G, stats, hyper._replace(beta=hyper.beta * t), activation)
-    return lp - 0.5 * kappa * (COORDINATES[coordinate](G) - center) ** 2
+    NaN, where M is not positive definite); ``mask="causal"``: the causal model's density
+    (``mask.causal_logdensity``) biased on its copy logit ``mask.causal_copy_coordinate``."""
+    th = hyper._replace(beta=hyper.beta * t)
+    lp = causal.causal_logdensity(G, stats, th, activation) if mask == "causal" else marginal_logdensity(G, stats, th, activation)
+    return lp - 0.5 * kappa * (_coordinate_fn(coordinate, mask)(G) - center) ** 2
 
 
 class UmbrellaSampler(NamedTuple):
@@ -107,11 +119,12 @@ class UmbrellaSampler(NamedTuple):
     n_adapt: int
     target: float = 0.57
     coordinate: str = "copy"
+    mask: str = "full"
 
     def build(self, data) -> SamplingAlgorithm:
         kernel = exact_posterior.build_kernel(self.n_adapt, self.target)
         lp = lambda c, t: (lambda G: biased_logdensity(G, data["stats"], self.hyper, self.activation,
-                                                       c, self.kappa, t, self.coordinate))
+                                                       c, self.kappa, t, self.coordinate, self.mask))
 
         def init(position):
             G, c, t = position
@@ -128,36 +141,50 @@ class UmbrellaObserver(NamedTuple):
     """Per draw: ``xi``, the biased coordinate (``coordinate``), the reported order parameters
     ``op`` (softmax a_G, linear |c_G|), ``abs_rho`` and ``family`` (``order.reported_order_parameters``),
     the prior term ``||G||^2 / (2 sigma_g2)`` and the data action at every temper of ``t_grid``
-    (one contraction, one V x V Cholesky per temper): what MBAR needs for any (window, t)."""
+    (one contraction, one V x V Cholesky per temper): what MBAR needs for any (window, t).
+    ``mask="causal"``: the causal model's (``op`` the mean over rows of a_G(l), ``abs_rho``
+    and ``family`` 0; ``prior`` over every entry of G, as the causal density puts N(0,
+    sigma_g2) on the masked ones too: the same term in every state)."""
 
     hyper: object
     activation: str
     t_grid: tuple
     coordinate: str = "copy"
+    mask: str = "full"
 
     def __call__(self, G, data) -> dict:
         stats = data["stats"]
-        A = attention(G.astype(stats.dtype), self.activation)
-        K, B = stats_contractions(A, stats)
-        P = stats_size(stats).astype(A.dtype)
-        L = A.shape[-1]
-        rep = reported_order_parameters(A, self.activation)
-        out = {"xi": COORDINATES[self.coordinate](G), "op": rep["cG"], "abs_rho": rep["abs_rho"],
+        G = G.astype(stats.dtype)
+        P = stats_size(stats).astype(G.dtype)
+        if self.mask == "causal":
+            A = causal.causal_attention(G, self.activation)
+            K, B, n = causal.causal_contractions(A, stats)
+            zero = jnp.zeros((), G.dtype)
+            rep = {"cG": causal.causal_order(A), "abs_rho": zero, "family": zero}
+        else:
+            A = attention(G, self.activation)
+            K, B = stats_contractions(A, stats)
+            n = A.shape[-1]
+            rep = reported_order_parameters(A, self.activation)
+        out = {"xi": _coordinate_fn(self.coordinate, self.mask)(G), "op": rep["cG"], "abs_rho": rep["abs_rho"],
                "family": rep["family"], "prior": 0.5 * jnp.sum(G**2) / self.hyper.sigma_g2}
         for i, t in enumerate(self.t_grid):
-            out[f"data{i}"] = action_from_KB(K, B, P, L, self.hyper._replace(beta=self.hyper.beta * t))
+            out[f"data{i}"] = action_from_KB(K, B, P, n, self.hyper._replace(beta=self.hyper.beta * t))
         return out
 
 
 def start_positions(key, centers, L: int, hyper, dtype=jnp.float64, coordinate: str = "copy",
-                    copy_start: float | None = None) -> jax.Array:
+                    copy_start: float | None = None, mask: str = "full") -> jax.Array:
     """``(n, L, L)``: a prior draw moved so that each chain starts with its coordinate at its
     window's centre: ``+ (center - xi) S`` (``"copy"``), ``+ (center - rho) U`` (``"mean"``; with
     ``copy_start``, also ``+ (copy_start - xi) (S - U)``, which leaves rho unchanged: it picks
     the sign of c_G, a slow variable above the linear crossover that the bias on rho does not
-    move)."""
+    move); ``mask="causal"``: ``+ (center - xi_c) S_c`` with ``S_c`` the causal copy pattern
+    (``mask.copy_start``, no wrap at row 0)."""
     centers = jnp.asarray(centers, dtype)
     G = jnp.sqrt(hyper.sigma_g2) * jax.random.normal(key, (centers.shape[0], L, L), dtype)
+    if mask == "causal":
+        return G + (centers - causal.causal_copy_coordinate(G))[:, None, None] * causal.copy_start(L, 1.0, dtype)
     if coordinate == "copy":
         return G + (centers - copy_coordinate(G))[:, None, None] * shift_matrix(L, dtype)
     check_coordinate(coordinate, "linear")
@@ -186,13 +213,14 @@ class UmbrellaRun(NamedTuple):
     abs_rho: np.ndarray
     family: np.ndarray
     coordinate: str = "copy"
+    mask: str = "full"
 
 
 def sample_umbrella(key, stats, hyper, activation: str, centers, *, kappa: float, num_steps: int,
                     burn_in: int | None = None, thin: int = 5, temps=(1.0,), t_grid=None,
                     chains_per_window: int = 1, initial_step_size=None, progress: bool = False,
                     devices=None, chain_block: int | None = None, desc: str = "umbrella",
-                    coordinate: str = "copy", copy_start: float | None = None) -> UmbrellaRun:
+                    coordinate: str = "copy", copy_start: float | None = None, mask: str = "full") -> UmbrellaRun:
     """Umbrella sampling of ``exp(-S_P(G))``, ``stats: (L, L, V, V)``: ``chains_per_window``
     chains per (centre, temper) pair of ``centers x temps``, one compiled run. ``t_grid``
     (default ``temps``): tempers at which each draw's data action is recorded, the states
@@ -202,9 +230,11 @@ def sample_umbrella(key, stats, hyper, activation: str, centers, *, kappa: float
     419 in blocks of 16). The stall once seen with 32 or more chains in a block was jaxlib
     0.10-0.11.1's LAPACK deadlock, excluded by the dependency bounds (docs/lapack_hang.md).
     ``coordinate``: ``"copy"`` (xi) or ``"mean"`` (rho, linear attention only); ``copy_start``:
-    with ``"mean"``, the copy coordinate every chain starts at (``start_positions``)."""
+    with ``"mean"``, the copy coordinate every chain starts at (``start_positions``). ``mask``:
+    ``"full"`` (the cyclic model) or ``"causal"`` (``copyjax.mask``: softmax, the causal copy
+    logit biased, ``op`` the mean over rows of a_G(l))."""
     check_activation(activation)
-    check_coordinate(coordinate, activation)
+    check_coordinate(coordinate, activation, mask)
     num_steps = check_size("num_steps", num_steps, 2)
     burn_in = num_steps // 3 if burn_in is None else check_burn_in(burn_in, num_steps, minimum=1)
     check_positive("kappa", kappa)
@@ -224,12 +254,12 @@ def sample_umbrella(key, stats, hyper, activation: str, centers, *, kappa: float
     t = np.repeat(tt.ravel(), cpw)
     dtype = jax.dtypes.canonicalize_dtype(jnp.float64)
     k0, k1 = jax.random.split(key)
-    G0 = start_positions(k0, c, L, hyper, dtype, coordinate, copy_start)
+    G0 = start_positions(k0, c, L, hyper, dtype, coordinate, copy_start, mask)
     eps0 = exact_posterior.default_initial_step(activation, hyper) if initial_step_size is None else initial_step_size
     data = {"stats": stats, "step_size": jnp.asarray(eps0, dtype)}
-    smp = run_chains(k1, UmbrellaSampler(hyper, activation, float(kappa), burn_in, coordinate=coordinate),
+    smp = run_chains(k1, UmbrellaSampler(hyper, activation, float(kappa), burn_in, coordinate=coordinate, mask=mask),
                      (G0, jnp.asarray(c, dtype), jnp.asarray(t, dtype)),
-                     UmbrellaObserver(hyper, activation, tuple(float(x) for x in t_grid), coordinate),
+                     UmbrellaObserver(hyper, activation, tuple(float(x) for x in t_grid), coordinate, mask),
                      data, schedule=Schedule(num_steps, burn_in, thin), progress=progress, desc=desc,
                      layout=Layout(devices=devices,
                                    chain_block=None if chain_block is None else min(int(chain_block), c.size)))
@@ -239,7 +269,7 @@ def sample_umbrella(key, stats, hyper, activation: str, centers, *, kappa: float
     return UmbrellaRun(np.asarray(d["xi"], float), np.asarray(d["op"], float), np.asarray(d["prior"], float),
                        data_t, c, t, float(kappa), np.asarray(t_grid, float),
                        np.asarray(smp.info["acceptance_rate"]), P, np.asarray(d["abs_rho"], float),
-                       np.asarray(d["family"], float), coordinate)
+                       np.asarray(d["family"], float), coordinate, mask)
 
 
 # ------------------------------------------------------------------ recombination
@@ -388,30 +418,37 @@ class SoftmaxWindows(NamedTuple):
     --free-energy`` use at length L: ``centers`` over the copy logit from -0.4 to log L + 1.5
     (the pooling basin sits near xi = 0, the copy basin near log L), ``divide`` = a_G of the
     pattern at xi = log(L) / 2 (between the basins: the barrier region carries no mass),
-    ``edges``: bins of a_G."""
+    ``edges``: bins of a_G. ``mask="causal"``: the same centres on the causal copy logit, the
+    divide from the causal pattern ``log(L) / 2 * S_c`` (its mean over rows of a_G(l))."""
 
     centers: np.ndarray
     divide: float
     edges: np.ndarray
 
 
-def softmax_windows(L: int, spacing: float = 0.09) -> SoftmaxWindows:
+def softmax_windows(L: int, spacing: float = 0.09, mask: str = "full") -> SoftmaxWindows:
     centers = np.arange(-0.4, np.log(L) + 1.5 + 1e-9, spacing)
-    S = shift_matrix(L, jnp.float64 if jax.config.jax_enable_x64 else jnp.float32)
+    dtype = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
+    if causal.check_mask(mask) == "causal":
+        divide = float(causal.causal_order(causal.causal_attention(causal.copy_start(L, 0.5 * np.log(L), dtype), "softmax")))
+        return SoftmaxWindows(centers, divide, np.linspace(-0.02, 0.8, 83))
+    S = shift_matrix(L, dtype)
     divide = float(reported_order_parameters(attention(0.5 * np.log(L) * S, "softmax"), "softmax")["cG"])
     return SoftmaxWindows(centers, divide, np.linspace(-0.02, 0.8, 83))
 
 
 def softmax_phase_weights(key, stats, hyper, *, spacing: float = 0.09, kappa: float = 400.0,
                           num_steps: int = 900, chains_per_window: int = 1, progress: bool = False,
-                          desc: str = "umbrella", devices=None) -> tuple[Profile, Recombined, UmbrellaRun]:
+                          desc: str = "umbrella", devices=None, mask: str = "full") -> tuple[Profile, Recombined, UmbrellaRun]:
     """Softmax at the data ``stats: (L, L, V, V)``: umbrella windows ``softmax_windows``,
     recombined by MBAR; the profile over a_G with the pooling / copy weights and the posterior
-    mean of a_G. ``devices``: as ``sample_umbrella``'s (default all of ``jax.devices()``)."""
+    mean of a_G. ``devices``: as ``sample_umbrella``'s (default all of ``jax.devices()``);
+    ``mask``: ``"full"`` or ``"causal"`` (a_G the mean over rows of the causal a_G(l))."""
     L = stats.shape[0]
-    win = softmax_windows(L, spacing)
+    win = softmax_windows(L, spacing, mask)
     run = sample_umbrella(key, stats, hyper, "softmax", win.centers, kappa=kappa, num_steps=num_steps,
-                          chains_per_window=chains_per_window, progress=progress, desc=desc, devices=devices)
+                          chains_per_window=chains_per_window, progress=progress, desc=desc, devices=devices,
+                          mask=mask)
     rec = recombine(run)
     return profile(rec, run, 0, win.edges, win.divide, coordinate="op"), rec, run
 
@@ -539,7 +576,7 @@ def _bootstrap(rec: Recombined, edges, divide, n_boot: int, seed: int):
 def softmax_scan(key, stats, hyper, P_lo: float, P_hi: float, *, temper_spacing: float = 0.06,
                  n_grid: int | None = None, spacing: float = 0.09, kappa: float = 400.0, num_steps: int = 900,
                  chains_per_window: int = 1, n_boot: int = 20, progress: bool = False, desc: str = "scan",
-                 devices=None) -> tuple[Scan, Recombined, UmbrellaRun]:
+                 devices=None, mask: str = "full") -> tuple[Scan, Recombined, UmbrellaRun]:
     """The softmax free energy at every P in ``[P_lo, P_hi]`` from one run on the data
     ``stats: (L, L, V, V)`` of P0 sequences: the windows of ``softmax_windows`` at each temper
     of ``scan_tempers`` (beta -> t beta is the posterior on the counts t C), one MBAR over all
@@ -548,14 +585,15 @@ def softmax_scan(key, stats, hyper, P_lo: float, P_hi: float, *, temper_spacing:
     ``n_boot`` bootstrap replicates of the draws (resampled within each sampled state, MBAR
     solved again) give the profiles' errors (the noise criterion of ``local_minima``, hence the
     barrier and the spinodals) and a second error of P*; with ``n_boot < 2`` the minima are
-    those deeper than 1 nat, without a noise criterion."""
+    those deeper than 1 nat, without a noise criterion. ``mask``: ``"full"`` or ``"causal"``
+    (``sample_umbrella``)."""
     L = stats.shape[0]
     P0 = float(stats_size(stats))
     temps, t_grid = scan_tempers(P0, P_lo, P_hi, temper_spacing, n_grid)
-    win = softmax_windows(L, spacing)
+    win = softmax_windows(L, spacing, mask)
     run = sample_umbrella(key, stats, hyper, "softmax", win.centers, kappa=kappa, num_steps=num_steps,
                           temps=temps, t_grid=t_grid, chains_per_window=chains_per_window, progress=progress,
-                          desc=desc, devices=devices)
+                          desc=desc, devices=devices, mask=mask)
     rec = recombine(run)
     P = t_grid * P0
     lr, lr_sd, w, w_sd, mean, mean_sd, var = _scan_moments(rec, win.divide)

@@ -56,11 +56,9 @@ def causal_attention(G: jax.Array, activation: str) -> jax.Array:
 def causal_data_action(A: jax.Array, stats: jax.Array, hyper) -> jax.Array:
     """Data part of the causal action for a pattern ``A: (L, L)`` (zero above the diagonal):
     rows l >= 1 carry the loss, n = L - 1 positions."""
-    L = A.shape[-1]
-    A_loss = A.at[..., 0, :].set(0.0)  # row 0: no target
-    K, B = stats_contractions(A_loss, stats)  # row 0 of A^T S vanishes with it: S's wrap is unused
+    K, B, n = causal_contractions(A, stats)  # row 0 of A^T S vanishes with it: S's wrap is unused
     P = stats_size(stats).astype(A.dtype)
-    return action_from_KB(K, B, P, L - 1, hyper)
+    return action_from_KB(K, B, P, n, hyper)
 
 
 def causal_exact_action(G: jax.Array, stats: jax.Array, hyper, activation: str) -> jax.Array:
@@ -73,6 +71,18 @@ def causal_exact_action(G: jax.Array, stats: jax.Array, hyper, activation: str) 
     return causal_data_action(A, stats, hyper) + 0.5 * jnp.sum(jnp.where(allowed(L), G, 0.0) ** 2) / hyper.sigma_g2
 
 
+def causal_expected_loss(A: jax.Array, stats: jax.Array, hyper) -> jax.Array:
+    """Per-sequence training loss of the causal model, ``(1/2n) sum_{l >= 1} ||y - W h||^2``
+    (n = L - 1 positions with a target), W averaged over its Gaussian posterior given the
+    pattern ``A: (L, L)`` (zero above the diagonal): ``action.expected_loss`` on the causal
+    contractions. Scalar."""
+    from copyjax.action import _posterior_w_loss
+
+    K, B, n = causal_contractions(A, stats)
+    P = stats_size(stats).astype(A.dtype)
+    return _posterior_w_loss(K, B, K, B, P, P, n, hyper)
+
+
 def row_copy_order(A: jax.Array) -> jax.Array:
     """Copy order parameter per row, ``a_G(l) = (A[l, l-1] - u_l) / (1 - u_l)`` with
     ``u_l = 1 / (l + 1)`` the weight of uniform pooling over the row's keys: 0 for causal
@@ -81,6 +91,39 @@ def row_copy_order(A: jax.Array) -> jax.Array:
     l = np.arange(1, L)
     u = 1.0 / (l + 1.0)
     return (A[..., l, l - 1] - u) / (1.0 - u)
+
+
+def causal_order(A: jax.Array) -> jax.Array:
+    """The causal copy order parameter: the mean over rows l >= 1 of ``row_copy_order``,
+    ``A: (..., L, L) -> (...)`` (0 for causal uniform pooling, 1 for exact copying)."""
+    return jnp.mean(row_copy_order(A), axis=-1)
+
+
+def causal_copy_direction(L: int, dtype=jnp.float32) -> jax.Array:
+    """``(L, L)``: D with ``<G, D>`` the copy logit above its row's mean over the allowed keys,
+    averaged over the rows l >= 1 (row 0 has one key: no copy logit), normalised so that
+    ``<gamma S_c, D> = gamma`` for ``S_c = copy_start(L, 1)``. Zero above the diagonal: the
+    masked entries do not move it."""
+    S = copy_start(L, 1.0, dtype)
+    l = jnp.arange(L, dtype=dtype)[:, None]
+    U = jnp.where(allowed(L), 1.0 / (l + 1.0), 0.0).astype(dtype).at[0].set(0.0)
+    D = S - U
+    return D / jnp.sum(S * D)
+
+
+def causal_copy_coordinate(G: jax.Array) -> jax.Array:
+    """``xi_c(G) = <G, causal_copy_direction(L)>``: the causal copy logit, ``G: (..., L, L) -> (...)``."""
+    D = causal_copy_direction(G.shape[-1], G.dtype)
+    return jnp.sum(G * D, axis=(-2, -1))
+
+
+def causal_contractions(A: jax.Array, stats: jax.Array):
+    """``(K, B, n)`` of the causal loss for ``A: (L, L)`` on the causal support: the
+    contractions over the rows l >= 1 and their number n = L - 1 (``causal_data_action`` is
+    ``action_from_KB(K, B, P, n, hyper)``; a caller that needs the action at several beta
+    contracts once)."""
+    K, B = stats_contractions(A.at[..., 0, :].set(0.0), stats)  # row 0: no target
+    return K, B, A.shape[-1] - 1
 
 
 def copy_start(L: int, gamma: float, dtype=jnp.float32) -> jax.Array:
@@ -132,7 +175,9 @@ def sample_causal_posterior(key, stats, hyper, activation: str, *, n_chains: int
     L, _ = check_stats(stats)
     n_chains = check_size("n_chains", n_chains, 2)
     num_steps = check_size("num_steps", num_steps, 30)
-    dtype = stats.dtype
+    # G in the widest float enabled (as the umbrella's): float32 statistics must not make the
+    # chain's state float32 while its step size and the density's value promote to float64
+    dtype = jax.dtypes.canonicalize_dtype(jnp.float64)
     n_pool = n_chains // 2
     G0 = jnp.concatenate([jnp.zeros((n_pool, L, L), dtype),
                           jnp.broadcast_to(copy_start(L, gamma, dtype), (n_chains - n_pool, L, L))])
@@ -149,6 +194,6 @@ def sample_causal_posterior(key, stats, hyper, activation: str, *, n_chains: int
                            summarize(rows.mean(-1)))
 
 
-__all__ = ["allowed", "causal_attention", "causal_data_action", "causal_exact_action", "causal_logdensity",
-           "causal_map", "CausalPosterior", "check_mask", "copy_start", "MASKS", "row_copy_order",
+__all__ = ["allowed", "causal_attention", "causal_contractions", "causal_copy_coordinate", "causal_copy_direction",
+           "causal_data_action", "causal_exact_action", "causal_expected_loss", "causal_logdensity", "causal_map", "causal_order", "CausalPosterior", "check_mask", "copy_start", "MASKS", "row_copy_order",
            "sample_causal_posterior"]

@@ -7,8 +7,11 @@ onset's susceptibility and the sign families' weights (linear).
     python scripts/free_energy.py --L 64 --V 32 --P 4000 4400   # explicit P
     python scripts/free_energy.py --L 64 --V 32 --activation linear --out runs/free_energy_linear
     python scripts/free_energy.py --L 32 --V 16 --tokens zipf:1 --scan  # another token law
+    python scripts/free_energy.py --L 32 --V 32 --mask causal --no-theory --scan 1400 2400  # causal mask
 
-softmax: windows on the copy logit xi, F over a_G, phases split at xi = log(L) / 2.
+softmax: windows on the copy logit xi, F over a_G, phases split at xi = log(L) / 2; with
+--mask causal the causal model (copyjax.mask): windows on the causal copy logit, F over the mean
+over rows of a_G(l), the same split.
 linear: windows on rho = c_1 + c_G (the mean sector, the onset's order parameter), every chain
 started with c_G = +0.5 (c_G's sign is slow above the crossover; the posterior is even under
 G -> -G, so one sign loses nothing); F over |rho| and |c_G|, Var |rho| (the susceptibility),
@@ -44,6 +47,9 @@ def main(argv=None) -> int:
     ap.add_argument("--tokens", type=token_law_arg, default="uniform",
                     help="token law of the sampled data: uniform, zipf:S or markov:Q (copyjax.tokens); a Markov "
                          "law has no reduced theory: use --no-theory with --P or --scan P_lo P_hi")
+    ap.add_argument("--mask", choices=["full", "causal"], default="full",
+                    help="attention support: full (cyclic, the paper's) or causal (keys m <= l, no loss at position 0; "
+                         "softmax only; no reduced theory: use --no-theory with --P or --scan P_lo P_hi)")
     ap.add_argument("--P", type=positive_int("--P"), nargs="+",
                     help="P values (default softmax: the theory's posterior-form P* times 0.85 0.93 1 1.08 1.2; "
                          "linear: its onset P_1 times 0.6 0.8 1 1.1 1.2 1.35 1.5 2 3 5)")
@@ -92,6 +98,11 @@ def main(argv=None) -> int:
             ap.error("--no-theory with --scan needs the range: --scan P_lo P_hi")
     if not a.tokens.iid and not a.no_theory:
         ap.error(f"--tokens {a.tokens.spec}: the reduced theory needs i.i.d. tokens; add --no-theory")
+    if a.mask == "causal":
+        if a.activation != "softmax":
+            ap.error("--mask causal is built for --activation softmax (the causal copy logit)")
+        if not a.no_theory:
+            ap.error("--mask causal: the reduced theory is the full mask's; add --no-theory")
 
     import jax
     import jax.numpy as jnp
@@ -131,7 +142,7 @@ def main(argv=None) -> int:
         edges_rho = np.linspace(-0.98, 1.32, 116)  # signed rho, given c_G > 0 (the chains' start)
     else:
         coordinate, copy_start = "copy", None
-        centers, op_div, edges = FE.softmax_windows(L, spacing)
+        centers, op_div, edges = FE.softmax_windows(L, spacing, a.mask)
     os.makedirs(os.path.join(a.out, "points"), exist_ok=True)
     cfg = dict(L=L, V=V, activation=act, spacing=spacing, kappa=kappa, steps=a.steps,
                chains_per_window=a.chains_per_window, n_windows=int(centers.size))
@@ -139,8 +150,10 @@ def main(argv=None) -> int:
         cfg["coordinate"] = coordinate
     if a.tokens.kind != "uniform":  # (named only where not uniform: uniform points saved before stay valid)
         cfg["tokens"] = a.tokens.spec
+    if a.mask != "full":  # (the same for the mask)
+        cfg["mask"] = a.mask
     name = "onset P_1" if linear else "P*"
-    print(f"copyjax free energy, L={L}, V={V}, {act}, tokens {a.tokens.spec}: {centers.size} windows on {coordinate} x {a.chains_per_window} "
+    print(f"copyjax free energy, L={L}, V={V}, {act}, tokens {a.tokens.spec}, mask {a.mask}: {centers.size} windows on {coordinate} x {a.chains_per_window} "
           f"chains, kappa={kappa}, {a.steps} steps; theory (posterior form) {name} = {theory_P}; P = {Ps}; "
           f"seeds {a.seeds}", flush=True)
 
@@ -194,7 +207,8 @@ def main(argv=None) -> int:
             pr, rec, run = FE.softmax_phase_weights(jax.random.fold_in(key, 1), stats, hyper, spacing=spacing,
                                                     kappa=kappa, num_steps=a.steps,
                                                     chains_per_window=a.chains_per_window,
-                                                    progress=not a.no_progress, desc=f"seed {seed} P={P}")
+                                                    progress=not a.no_progress, desc=f"seed {seed} P={P}",
+                                                    mask=a.mask)
         out = {"config": cfg, "seed": seed, "P": P, "n_kept": rec.n_kept, "mbar_grad_norm": float(rec.result.grad_norm),
                "acceptance_min": float(run.acceptance.min()), "edges": edges.tolist()}
         if linear:
@@ -308,7 +322,7 @@ def main(argv=None) -> int:
         print(f"  theory profiles (posterior form, quadrature over the macrostate): log(copy/pool) crosses 0 at "
               f"P = {theory_profile_P:.0f}", flush=True)
     summary = {
-        "config": cfg, "tokens": a.tokens.spec, "theory_P_star": theory_P,
+        "config": cfg, "tokens": a.tokens.spec, "mask": a.mask, "theory_P_star": theory_P,
         "theory_profile_P_star": theory_profile_P if np.isfinite(theory_profile_P) else None, "P": Ps, "seeds": a.seeds,
         "P_star": float(np.nanmean(ps)) if np.isfinite(ps).any() else None,
         "P_star_err": (float(np.nanstd(ps, ddof=1) / np.sqrt(np.isfinite(ps).sum())) if np.isfinite(ps).sum() > 1
@@ -355,15 +369,17 @@ def scan(a, L: int, V: int, hyper, tp, ap) -> int:
     P0 = a.P0 or (int(round(theory_P)) if theory_P and P_lo <= theory_P <= P_hi else int(round(np.sqrt(P_lo * P_hi))))
     spacing, kappa = a.spacing or 0.09, a.kappa or 400.0
     temps, t_grid = FE.scan_tempers(P0, P_lo, P_hi, a.temper_spacing, a.scan_points)
-    win = FE.softmax_windows(L, spacing)
+    win = FE.softmax_windows(L, spacing, a.mask)
     cfg = dict(L=L, V=V, activation="softmax", spacing=spacing, kappa=kappa, steps=a.steps,
                chains_per_window=a.chains_per_window, n_windows=int(win.centers.size), P0=P0, P_lo=P_lo, P_hi=P_hi,
                temper_spacing=a.temper_spacing, n_temps=int(temps.size), n_targets=int(t_grid.size),
                bootstrap=a.bootstrap)
     if a.tokens.kind != "uniform":
         cfg["tokens"] = a.tokens.spec
+    if a.mask != "full":
+        cfg["mask"] = a.mask
     os.makedirs(os.path.join(a.out, "points"), exist_ok=True)
-    print(f"copyjax free energy scan, L={L}, V={V}, softmax, tokens {a.tokens.spec}: P in [{P_lo:.0f}, {P_hi:.0f}] from data of P0 = {P0} "
+    print(f"copyjax free energy scan, L={L}, V={V}, softmax, tokens {a.tokens.spec}, mask {a.mask}: P in [{P_lo:.0f}, {P_hi:.0f}] from data of P0 = {P0} "
           f"sequences; {temps.size} tempers x {win.centers.size} windows x {a.chains_per_window} chains, "
           f"{a.steps} steps, kappa={kappa}; {t_grid.size} P values; theory (posterior form) P* = {theory_P}; "
           f"seeds {a.seeds}", flush=True)
@@ -380,7 +396,8 @@ def scan(a, L: int, V: int, hyper, tp, ap) -> int:
             sc, rec, run = FE.softmax_scan(jax.random.fold_in(key, 1), stats, hyper, P_lo, P_hi,
                                            temper_spacing=a.temper_spacing, n_grid=a.scan_points, spacing=spacing,
                                            kappa=kappa, num_steps=a.steps, chains_per_window=a.chains_per_window,
-                                           n_boot=a.bootstrap, progress=not a.no_progress, desc=f"seed {seed} scan")
+                                           n_boot=a.bootstrap, progress=not a.no_progress, desc=f"seed {seed} scan",
+                                           mask=a.mask)
             fin = lambda x: None if x is None or not np.isfinite(x) else float(x)
             per_seed[seed] = {
                 "config": cfg, "seed": seed, "P0": P0, "temps": sc.temps.tolist(), "P": sc.P.tolist(),
@@ -409,7 +426,7 @@ def scan(a, L: int, V: int, hyper, tp, ap) -> int:
     bars = np.array([np.nan if r["barrier_at_P_star"] is None else r["barrier_at_P_star"] for r in per_seed.values()])
     n_ok = int(np.isfinite(ps).sum())
     summary = {
-        "config": cfg, "tokens": a.tokens.spec, "method": "scan", "n_umbrella_runs": len(a.seeds), "theory_P_star": theory_P,
+        "config": cfg, "tokens": a.tokens.spec, "mask": a.mask, "method": "scan", "n_umbrella_runs": len(a.seeds), "theory_P_star": theory_P,
         "P_star": float(np.nanmean(ps)) if n_ok else None,
         # several seeds: the spread over data sets; one: the larger of MBAR's and the bootstrap's error
         "P_star_err": float(np.nanstd(ps, ddof=1) / np.sqrt(n_ok)) if n_ok > 1 else (errs[0] if n_ok else None),

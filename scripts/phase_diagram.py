@@ -3,6 +3,7 @@
     python scripts/phase_diagram.py --L 64 --V 32            # default, ~minutes on 2 CPU cores
     python scripts/phase_diagram.py --L 16 --V 8 --quick     # seconds
     python scripts/phase_diagram.py --L 64 --V 32 --full     # thousands of chains (GPU)
+    python scripts/phase_diagram.py --L 32 --V 32 --activation softmax --mask causal  # causal mask
 
 Writes into --out: points/ (one file per (activation, P), written atomically; a killed run
 resumes from them), results.json, results.npz, summary.csv and the figures (PNG + PDF).
@@ -46,6 +47,10 @@ def parser():
     ap.add_argument("--activation", choices=["softmax", "linear", "both"], default="both")
     ap.add_argument("--tokens", type=token_law_arg, default="uniform",
                     help="token law of the data: uniform or zipf:S (i.i.d.; copyjax.tokens)")
+    ap.add_argument("--mask", choices=["full", "causal"], default="full",
+                    help="attention support: full (cyclic, the paper's) or causal (keys m <= l, no loss at position 0; "
+                         "copyjax.mask): with --activation softmax, the exact posterior and the free energy only "
+                         "(theory, NUTS, SGLD, Adam, the exact MAP and the LLC are the full mask's)")
     ap.add_argument("--P-min", type=positive_float("--P-min"), help="smallest P (default: from theory)")
     ap.add_argument("--P-max", type=positive_float("--P-max"), help="largest P (default: from theory)")
     ap.add_argument("--n-P", type=positive_int("--n-P"), help="number of log-spaced P values")
@@ -159,6 +164,17 @@ def build_config(a, ap):
             ap.error(f"--tokens {a.tokens.spec}: the main job's theory lines and NUTS need i.i.d. tokens (uniform, "
                      "zipf:S); a Markov law: scripts/free_energy.py --tokens and scripts/transitions.py --forms map")
         cfg["tokens"] = a.tokens.spec
+    if a.mask == "causal":  # likewise
+        if a.activation != "softmax":
+            ap.error("--mask causal needs --activation softmax (the causal model is built for softmax)")
+        if not exact_chains:
+            ap.error("--mask causal runs the exact posterior (and the free energy): --exact-chains must be > 0")
+        asked = {"--chains": a.chains, "--adam-seeds": a.adam_seeds, "--op-chains": a.op_chains,
+                 "--exact-map-steps": a.exact_map_steps, "--llc-steps": a.llc_steps}
+        if bad := [k for k, v in asked.items() if v]:
+            ap.error(f"--mask causal runs the exact posterior and the free energy only; {', '.join(bad)} "
+                     "must be 0 (built for the full mask)")
+        cfg.update(chains=0, adam_seeds=0, op_chains=0, mask="causal")
     if free_energy:
         cfg["free_energy"] = {"steps": fe_steps}
     if a.exact_map_steps:  # likewise
@@ -259,7 +275,8 @@ def main(argv=None):
             write_netcdf(arr, results.point_path(out, act, i), {"activation": act, "P": P, "L": a.L, "V": a.V})
 
     theory = {}
-    for act in cfg["activations"]:
+    causal = cfg.get("mask") == "causal"
+    for act in cfg["activations"] if not causal else ():  # no reduced theory of the causal model
         h = cj.Hyper(cfg["beta"], cfg["sigma_w2"], cfg["sigma_g2"][act])
         fine = theory_grid(Ps)
         theory[act] = {k: (v.tolist() if hasattr(v, "tolist") else v)
@@ -273,6 +290,8 @@ def main(argv=None):
             k: v for k, v in cj.transition_points(a.L, a.V, act, h, "joint_map", tokens=a.tokens).as_dict().items()
             if k.startswith("P_")}}
 
+    if causal:  # the full mask's transitions placed the default P grid; they are not this model's
+        transitions = {act: {} for act in cfg["activations"]}
     res = {"config": cfg, "activations": cfg["activations"], "P_grid": Ps.tolist(),
            "transitions": transitions, "theory": theory, "points": [p.to_json() for p in points],
            "versions": results.package_versions(results.RECORDED_PACKAGES),
@@ -285,18 +304,22 @@ def main(argv=None):
     figs = figures.figures(res | {"points": points}, arrays, out)
 
     law = "" if a.tokens.kind == "uniform" else f", tokens {a.tokens.spec}"
+    law += ", causal mask (exact posterior and free energy; no reduced theory)" if causal else ""
     print(f"\ncopyjax phase diagram, L={a.L}, V={a.V}{law}: {len(points)} points "
           f"({reused} reused) in {res['wall_s_total']:.0f} s -> {out}")
     for act in cfg["activations"]:
         t = transitions[act]
-        if act == "softmax":
+        if causal:
+            pass
+        elif act == "softmax":
             print(f"  softmax theory (MAP): P* = {t['P_star'] or float('nan'):.0f}, spinodals "
                   f"{t['P_spinodal_low'] or float('nan'):.0f}-{t['P_spinodal_high'] or float('nan'):.0f}")
         else:
             print(f"  linear theory (MAP): P_1 = {t['P_onset']:.0f}, P_x = {t['P_cross'] or float('nan'):.0f}")
-        j = t["joint_map"]
-        print("  joint MAP of (W, G), what Adam maximises: " + ", ".join(
-            f"{k} = {v:.0f}" for k, v in j.items() if isinstance(v, float)))
+        if not causal:
+            j = t["joint_map"]
+            print("  joint MAP of (W, G), what Adam maximises: " + ", ".join(
+                f"{k} = {v:.0f}" for k, v in j.items() if isinstance(v, float)))
         for p in [q for q in points if q.activation == act]:
             print("    " + PT.point_line(p))
     print("  figures: " + ", ".join(os.path.basename(f) for f in figs if f.endswith(".png")))

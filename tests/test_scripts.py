@@ -251,17 +251,26 @@ def test_transitions_script_end_to_end(tmp_path):
 
 def test_free_energy_script_takes_a_token_law(tmp_path):
     """--tokens markov:Q: the data of that law (other log-odds than uniform data of the same
-    seed), the law in the config (so uniform points are not reused for it) and in summary.json."""
+    seed), the law in the config (so uniform points are not reused for it) and in summary.json;
+    --mask causal likewise (the causal model's density on the same data), and its errors."""
     import json
 
     args = ["--L", "4", "--V", "3", "--P", "40", "--steps", "60", "--spacing", "0.3", "--no-theory", "--no-progress"]
-    for tok, sub in (("uniform", "u"), ("markov:0.6", "m")):
-        r = run("free_energy.py", args + ["--tokens", tok, "--out", str(tmp_path / sub)])
+    for extra, sub in ((["--tokens", "uniform"], "u"), (["--tokens", "markov:0.6"], "m"), (["--mask", "causal"], "c")):
+        r = run("free_energy.py", args + extra + ["--out", str(tmp_path / sub)])
         assert r.returncode == 0, r.stderr[-2000:]
-    u, m = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("u", "m"))
+    u, m, c = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("u", "m", "c"))
     assert u["tokens"] == "uniform" and "tokens" not in u["config"]
     assert m["tokens"] == "markov:0.6" == m["config"]["tokens"]
     assert m["points"][0]["log_ratio"] != u["points"][0]["log_ratio"]
+    # --mask causal: the causal model's windows (another density: other log-odds), named in the config
+    assert u["mask"] == "full" and "mask" not in u["config"]
+    assert c["mask"] == "causal" == c["config"]["mask"]
+    assert c["points"][0]["log_ratio"] != u["points"][0]["log_ratio"]
+    for bad, word in ((["--mask", "causal", "--P", "40"], "--no-theory"),
+                      (["--mask", "causal", "--activation", "linear", "--no-theory", "--P", "40"], "--activation")):
+        r = run("free_energy.py", bad + ["--out", str(tmp_path / "bad")])
+        assert r.returncode == 2 and word in r.stderr.strip().splitlines()[-1], r.stderr[-500:]
 
 
 def test_demo_script_end_to_end():

@@ -44,7 +44,7 @@ class ExactMethod(Method):
         run = exact_posterior.sample_exact_posterior(
             jax.random.fold_in(ctx.key, 102), ctx.stats, ctx.hyper, act, n_chains=c["exact_chains"],
             num_steps=steps, burn_in=steps // 3, thin=exact_thin(steps), warmup_steps=c["exact_warmup"],
-            progress=ctx.progress, desc=f"{act} P={ctx.P} exact")
+            progress=ctx.progress, desc=f"{act} P={ctx.P} exact", mask=ctx.mask)
         ctx.shared[self.name] = run  # SGLD starts from its draws
         arrays = {k: run.samples.draws[k] for k in ("c1", "cG", "abs_rho", "family", "loss")}
         arrays |= {"start": run.start, "acceptance": run.acceptance, "step_size": run.step_size,

@@ -29,7 +29,7 @@ class PhaseWeightsMethod(Method):
 
         pr, _, urun = free_energy.softmax_phase_weights(
             jax.random.fold_in(ctx.key, 103), ctx.stats, ctx.hyper, num_steps=ctx.cfg["free_energy"]["steps"],
-            progress=ctx.progress, desc=f"{ctx.activation} P={ctx.P} free energy")
+            progress=ctx.progress, desc=f"{ctx.activation} P={ctx.P} free energy", mask=ctx.mask)
         result = PhaseWeights(
             Estimate(pr.mean, pr.mean_sd, float(np.sqrt(max(pr.var, 0.0)))),
             copy_weight=float(pr.weights[1]), copy_weight_sd=float(pr.weights_sd[1]),

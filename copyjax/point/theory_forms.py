@@ -27,6 +27,9 @@ class TheoryMethod(Method):
     csv_columns = ("theory_c1", "theory_cG", "theory_loss", "theory_abs_rho", "post_c1", "post_cG",
                    "post_abs_rho", "theory_in_window")
 
+    def enabled(self, ctx):
+        return ctx.mask == "full"  # the reduced theory is the cyclic model's
+
     def run(self, ctx):
         L, V, act, h, P, tok = ctx.L, ctx.V, ctx.activation, ctx.hyper, ctx.P, ctx.tokens
         forms = {}
@@ -69,7 +72,9 @@ class TheoryMethod(Method):
         return s
 
     def draw_order_parameter(self, ax, res, act, pts, key, label, color):
-        th = res["theory"][act]
+        th = res["theory"].get(act)
+        if th is None:  # no theory for this model (the causal mask)
+            return
         ax.plot(th["P"], curve_value(th, key), "-", color=color, lw=2, label=f"theory MAP, global: {label}")
         if "joint_map" in th:
             ax.plot(th["P"], curve_value(th["joint_map"], key), ":", color=color, lw=1.5,
@@ -83,7 +88,9 @@ class TheoryMethod(Method):
                 ms=8, label=f"theory posterior form (minimum): {label}")
 
     def draw_loss(self, ax, res, act, pts):
-        th = res["theory"][act]
+        th = res["theory"].get(act)
+        if th is None:
+            return
         ax.plot(th["P"], th["loss"], "-k", lw=2, label="theory MAP (W averaged)")
         if "joint_map" in th:
             ax.plot(th["P"], th["joint_map"]["loss"], ":k", lw=1.5, label="theory joint MAP (W at its mean)")
