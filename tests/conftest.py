@@ -11,6 +11,20 @@ import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
+# One persistent compilation cache per test session (a fresh directory, not the user's
+# ~/.cache): the end-to-end tests run the same scripts at the same tiny shapes many times (the
+# main job at L = 4, V = 3 in a dozen tests), each run compiling everything again without it.
+# JAX reads these variables at import: the scripts run as subprocesses and pytest-xdist's
+# workers (which inherit the controller's environment, so all share the directory) use it;
+# the controller imported JAX above and runs no test.
+_OWN_CACHE = None  # the directory this process made (the controller's), removed at the end
+if "COPYJAX_TEST_COMPILE_CACHE" not in os.environ:
+    import tempfile
+
+    os.environ["COPYJAX_TEST_COMPILE_CACHE"] = _OWN_CACHE = tempfile.mkdtemp(prefix="copyjax-test-jax-cache-")
+os.environ["COPYJAX_COMPILE_CACHE"] = os.environ["JAX_COMPILATION_CACHE_DIR"] = os.environ["COPYJAX_TEST_COMPILE_CACHE"]
+os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.2"
+
 
 import pytest  # noqa: E402
 
@@ -21,3 +35,10 @@ def one_device():
     devices share 2 cores and sharded chains synchronise every step (measured 2.6x slower at
     L = 20, 32 chains). Chains give the same draws on any layout (tests/test_chains.py)."""
     return jax.devices()[:1]
+
+
+def pytest_unconfigure(config):
+    if _OWN_CACHE is not None:
+        import shutil
+
+        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
