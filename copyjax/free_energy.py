@@ -154,15 +154,15 @@ class UmbrellaObserver(NamedTuple):
 
     def __call__(self, G, data) -> dict:
         stats = data["stats"]
-        G = G.astype(stats.dtype)
-        P = stats_size(stats).astype(G.dtype)
+        Gs = G.astype(stats.dtype)  # the contraction in the statistics' dtype; xi and the prior in G's
+        P = stats_size(stats).astype(Gs.dtype)
         if self.mask == "causal":
-            A = causal.causal_attention(G, self.activation)
+            A = causal.causal_attention(Gs, self.activation)
             K, B, n = causal.causal_contractions(A, stats)
-            zero = jnp.zeros((), G.dtype)
+            zero = jnp.zeros((), Gs.dtype)
             rep = {"cG": causal.causal_order(A), "abs_rho": zero, "family": zero}
         else:
-            A = attention(G, self.activation)
+            A = attention(Gs, self.activation)
             K, B = stats_contractions(A, stats)
             n = A.shape[-1]
             rep = reported_order_parameters(A, self.activation)
