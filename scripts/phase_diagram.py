@@ -309,17 +309,14 @@ def main(argv=None):
           f"({reused} reused) in {res['wall_s_total']:.0f} s -> {out}")
     for act in cfg["activations"]:
         t = transitions[act]
-        if causal:
-            pass
-        elif act == "softmax":
-            print(f"  softmax theory (MAP): P* = {t['P_star'] or float('nan'):.0f}, spinodals "
-                  f"{t['P_spinodal_low'] or float('nan'):.0f}-{t['P_spinodal_high'] or float('nan'):.0f}")
-        else:
-            print(f"  linear theory (MAP): P_1 = {t['P_onset']:.0f}, P_x = {t['P_cross'] or float('nan'):.0f}")
-        if not causal:
-            j = t["joint_map"]
+        if not causal:  # (the causal model has no theory lines)
+            if act == "softmax":
+                print(f"  softmax theory (MAP): P* = {t['P_star'] or float('nan'):.0f}, spinodals "
+                      f"{t['P_spinodal_low'] or float('nan'):.0f}-{t['P_spinodal_high'] or float('nan'):.0f}")
+            else:
+                print(f"  linear theory (MAP): P_1 = {t['P_onset']:.0f}, P_x = {t['P_cross'] or float('nan'):.0f}")
             print("  joint MAP of (W, G), what Adam maximises: " + ", ".join(
-                f"{k} = {v:.0f}" for k, v in j.items() if isinstance(v, float)))
+                f"{k} = {v:.0f}" for k, v in t["joint_map"].items() if isinstance(v, float)))
         for p in [q for q in points if q.activation == act]:
             print("    " + PT.point_line(p))
     print("  figures: " + ", ".join(os.path.basename(f) for f in figs if f.endswith(".png")))
