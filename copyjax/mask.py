@@ -84,19 +84,97 @@ def causal_expected_loss(A: jax.Array, stats: jax.Array, hyper) -> jax.Array:
 
 
 def row_copy_order(A: jax.Array) -> jax.Array:
-    """Copy order parameter per row, ``a_G(l) = (A[l, l-1] - u_l) / (1 - u_l)`` with
-    ``u_l = 1 / (l + 1)`` the weight of uniform pooling over the row's keys: 0 for causal
-    uniform pooling, 1 for exact copying. ``A: (..., L, L) -> (..., L - 1)`` (rows 1 .. L-1)."""
+    """Copy order parameter per row, ``c_G(l) = (A[l, l-1] - s_l u_l) / (1 - u_l)`` with
+    ``u_l = 1 / (l + 1)`` the weight of uniform pooling over the row's keys and ``s_l`` the row
+    sum: the coefficient of e_{l-1} when row l is fitted (least squares over its keys) by
+    ``c_1(l) u + c_G(l) e_{l-1}`` (u uniform, ``row_pool_order``). Softmax rows sum to one, so
+    it is ``a_G(l) = (A[l, l-1] - u_l) / (1 - u_l)``: 0 for causal uniform pooling, 1 for exact
+    copying. ``A: (..., L, L) -> (..., L - 1)`` (rows 1 .. L-1)."""
     L = A.shape[-1]
     l = np.arange(1, L)
     u = 1.0 / (l + 1.0)
-    return (A[..., l, l - 1] - u) / (1.0 - u)
+    return (A[..., l, l - 1] - jnp.sum(A[..., 1:, :], axis=-1) * u) / (1.0 - u)
+
+
+def row_pool_order(A: jax.Array) -> jax.Array:
+    """Pooling order parameter per row, ``c_1(l) = s_l - c_G(l)`` (the uniform part of the
+    least-squares fit of ``row_copy_order``; 1 - a_G(l) for softmax). ``A: (..., L, L) ->
+    (..., L - 1)``."""
+    return jnp.sum(A[..., 1:, :], axis=-1) - row_copy_order(A)
 
 
 def causal_order(A: jax.Array) -> jax.Array:
     """The causal copy order parameter: the mean over rows l >= 1 of ``row_copy_order``,
     ``A: (..., L, L) -> (...)`` (0 for causal uniform pooling, 1 for exact copying)."""
     return jnp.mean(row_copy_order(A), axis=-1)
+
+
+class CausalOnset(NamedTuple):
+    """The linear causal model's onset (``causal_linear_onset``): ``P_onset`` where G = 0 stops
+    being a minimum of the causal action at the expected statistics; ``c1``, ``cG``: the row
+    means of ``row_pool_order`` / ``row_copy_order`` of the unstable mode (unit norm);
+    ``cG_rows``: its ``row_copy_order`` per row l = 1 .. L - 1; ``H1``, ``H2``: the Hessian
+    of the action at G = 0 over the allowed entries is ``I / sigma_g2 + P H1 - P^2 H2``."""
+
+    P_onset: float
+    c1: float
+    cG: float
+    cG_rows: np.ndarray
+    H1: np.ndarray
+    H2: np.ndarray
+
+
+def causal_linear_onset(L: int, V: int, hyper, tokens=None, P_max: float = 1e7) -> CausalOnset:
+    """The onset of the linear causal model in the MAP form: the smallest P at which the
+    Hessian of the causal action at G = 0, on the expected statistics of the token law
+    ``tokens``, loses positive definiteness. At A = 0, K = 0 and M = I, so the log-det term's
+    Hessian is linear in P and the quadratic term's is quadratic: H(P) = I / sigma_g2 + P H1 -
+    P^2 H2 exactly (H1, H2 from the data part's Hessians at P = 1 and 2, over the L (L + 1) / 2
+    allowed entries; checked at P = 3 to 1e-8 relative), and the onset is the root of its
+    smallest eigenvalue (bisection). Where the theory of docs/theory.md has no causal form,
+    this is the exact action itself, reduced to its quadratic part at the symmetric point."""
+    from copyjax.data import expected_stats
+
+    L, V = int(L), int(V)
+    if L < 3 or V < 2:
+        raise ValueError(f"L must be >= 3 and V >= 2, got L={L}, V={V}")
+    rows, cols = np.tril_indices(L)
+    dtype = jax.dtypes.canonicalize_dtype(jnp.float64)
+
+    def data_hessian(P):
+        C = expected_stats(float(P), L, V, dtype, tokens)
+        f = lambda g: causal_data_action(jnp.zeros((L, L), dtype).at[rows, cols].set(g), C, hyper)
+        g0 = jnp.zeros(rows.size, dtype)
+        # reverse over reverse: the statistics' contraction is a custom_vjp (no forward mode)
+        hvp = lambda v: jax.grad(lambda g: jnp.vdot(jax.grad(f)(g), v))(g0)
+        return np.asarray(jax.lax.map(hvp, jnp.eye(rows.size, dtype=dtype), batch_size=64))
+
+    D1, D2, D3 = (data_hessian(P) for P in (1.0, 2.0, 3.0))
+    H2 = (2 * D1 - D2) / 2
+    H1 = D1 + H2
+    scale = max(np.abs(D3).max(), 1e-300)
+    if np.abs(3 * H1 - 9 * H2 - D3).max() > 1e-8 * scale:
+        raise RuntimeError("the causal action's Hessian at G = 0 is not quadratic in P (a bug)")
+    prior = np.eye(rows.size) / hyper.sigma_g2
+    lam = lambda P: np.linalg.eigvalsh(prior + P * H1 - P**2 * H2)[0]
+    if lam(P_max) > 0:
+        raise ValueError(f"no onset below P_max = {P_max:g}")
+    lo, hi = 0.0, P_max
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if lam(mid) > 0 else (lo, mid)
+        if hi - lo < 1e-9 * hi:
+            break
+    P1 = 0.5 * (lo + hi)
+    w, v = np.linalg.eigh(prior + P1 * H1 - P1**2 * H2)
+    G = np.zeros((L, L))
+    G[rows, cols] = v[:, 0]
+    A = jnp.asarray(G)  # linear: A = tril(G)
+    c1, cG = float(jnp.mean(row_pool_order(A))), float(jnp.mean(row_copy_order(A)))
+    sign = 1.0 if cG + c1 >= 0 else -1.0
+    norm = float(np.hypot(c1, cG)) or 1.0
+    return CausalOnset(float(P1), sign * c1 / norm, sign * cG / norm, sign * np.asarray(row_copy_order(A)) / norm,
+                       H1, H2)
 
 
 def causal_copy_direction(L: int, dtype=jnp.float32) -> jax.Array:
@@ -152,14 +230,18 @@ def causal_logdensity(G: jax.Array, stats: jax.Array, hyper, activation: str) ->
 
 class CausalPosterior(NamedTuple):
     """Draws of the causal model's posterior of G (``sample_causal_posterior``): ``aG_rows``
-    ``(chain, draw, L - 1)`` the per-row copy order parameter, ``start`` per chain ("pool" /
-    "copy"), ``acceptance`` per chain, ``summary``: ``summarize`` of the row mean of a_G(l)
-    over all chains (mean, sd, mcse, rhat, ess)."""
+    ``(chain, draw, L - 1)`` the per-row copy order parameter (``row_copy_order``: a_G(l) for
+    softmax, c_G(l) for linear), ``start`` per chain ("pool" / "copy"), ``acceptance`` per
+    chain, ``summary``: ``summarize`` of the row mean of the copy order parameter over all
+    chains (mean, sd, mcse, rhat, ess; for linear of its absolute value: the posterior is
+    symmetric under G -> -G, W -> -W); ``c1``: ``(chain, draw)`` the row mean of
+    ``row_pool_order``."""
 
     aG_rows: np.ndarray
     start: list
     acceptance: np.ndarray
     summary: object
+    c1: np.ndarray | None = None
 
 
 def sample_causal_posterior(key, stats, hyper, activation: str, *, n_chains: int = 8, num_steps: int = 900,
@@ -167,7 +249,8 @@ def sample_causal_posterior(key, stats, hyper, activation: str, *, n_chains: int
     """The exact posterior of the causal model's G (W integrated out: ``causal_logdensity``) by
     the exact posterior's adaptive MALA (``exact_posterior.as_top_level_api``: per-chain step
     tuned during the first third, then frozen; the draws after it), half the chains from G = 0
-    (pooling), half from ``copy_start(L, gamma)``; ``stats: (L, L, V, V)``."""
+    (pooling), half from ``copy_start(L, gamma)`` (``gamma`` is a logit for softmax and the
+    copy weight itself for linear); ``stats: (L, L, V, V)``."""
     from copyjax import exact_posterior
     from copyjax._checks import check_size
     from copyjax.chains import Layout, Schedule, run_algorithm, summarize
@@ -185,15 +268,20 @@ def sample_causal_posterior(key, stats, hyper, activation: str, *, n_chains: int
     eps0 = exact_posterior.default_initial_step(activation, hyper)
     alg = exact_posterior.as_top_level_api(lambda G: causal_logdensity(G, stats, hyper, activation), eps0, burn)
     # the driver records scalars per draw: one observable per row
-    observe = lambda G: {f"row{l}": a for l, a in enumerate(row_copy_order(causal_attention(G, activation)), 1)}
+    def observe(G):
+        A = causal_attention(G, activation)
+        return {"c1": jnp.mean(row_pool_order(A))} | {f"row{l}": a for l, a in enumerate(row_copy_order(A), 1)}
+
     smp = run_algorithm(key, alg, G0, observe, schedule=Schedule(num_steps, burn, 1), layout=Layout(devices=devices),
                         progress=progress, desc="causal posterior")
     rows = np.stack([np.asarray(smp.draws[f"row{l}"], float) for l in range(1, L)], axis=-1)
+    order = rows.mean(-1) if activation == "softmax" else np.abs(rows.mean(-1))
     return CausalPosterior(rows, ["pool"] * n_pool + ["copy"] * (n_chains - n_pool),
                            np.asarray(smp.info.get("acceptance_rate", np.full(n_chains, np.nan))),
-                           summarize(rows.mean(-1)))
+                           summarize(order), np.asarray(smp.draws["c1"], float))
 
 
 __all__ = ["allowed", "causal_attention", "causal_contractions", "causal_copy_coordinate", "causal_copy_direction",
-           "causal_data_action", "causal_exact_action", "causal_expected_loss", "causal_logdensity", "causal_map", "causal_order", "CausalPosterior", "check_mask", "copy_start", "MASKS", "row_copy_order",
-           "sample_causal_posterior"]
+           "causal_data_action", "causal_exact_action", "causal_expected_loss", "causal_linear_onset", "causal_logdensity",
+           "causal_map", "causal_order", "CausalOnset", "CausalPosterior", "check_mask", "copy_start", "MASKS",
+           "row_copy_order", "row_pool_order", "sample_causal_posterior"]

@@ -3,16 +3,19 @@
     python scripts/bench_samplers.py --L 4 --V 3 --activation softmax --P 200 \
         --samplers mala sgld mymodule:build --out runs/bench
 
-A sampler is a registry name (copyjax.bench.SAMPLERS: mala, barker, sgld, psgld) or an import
+A sampler is a registry name (copyjax.bench.SAMPLERS: mala, barker, sgld, psgld, sghmc, sgnht,
+nuts, mclmc) or an import
 path ``module:function`` to ``build(logdensity_fn, step_size) -> blackjax.SamplingAlgorithm``
 on the position {"W": (V, V), "G": (L, L)} (a module on PYTHONPATH or in the working
 directory). Without --step-size each sampler runs at 0.25, 1 and 4 times eps0 = 0.05 / lambda_W,
 lambda_W = beta P / V + V / sigma_w2 the largest curvature of -log p (in W): the step at which
 an explicit Langevin step is stable in the stiffest direction, bracketed by a factor 4 each way.
+--budget-seconds gives every sampler and step size the same sampling time instead of the same
+number of steps.
 
 Writes DIR/report.json ({"task": ..., "reference": ..., "rows": [...]}, one row per sampler and
 step size: agrees_with_exact, bias_z, sd_ratio, w1, ks, ... and prior_* for the run from prior
-starts), DIR/report.md (a table) and DIR/bias_vs_step.png; each row is saved as it finishes
+starts), DIR/report.md (a table) and DIR/bias_vs_step.png (bias and time to equilibrium against step size); each row is saved as it finishes
 (DIR/rows/), so an interrupted run resumes. The exact reference is cached in
 ~/.cache/copyjax/bench (--cache-dir).
 """
@@ -34,7 +37,11 @@ def parser():
                     help="registry names or module:function import paths")
     ap.add_argument("--step-size", type=positive_float("--step-size"), nargs="+",
                     help="step sizes (default: 0.25, 1, 4 x 0.05 / lambda_W)")
-    ap.add_argument("--num-steps", type=int_at_least("--num-steps", 30), default=6000)
+    ap.add_argument("--num-steps", type=int_at_least("--num-steps", 30),
+                    help="steps per run (default 6000; not with --budget-seconds)")
+    ap.add_argument("--budget-seconds", type=positive_float("--budget-seconds"),
+                    help="instead of --num-steps: each run takes the steps that fill this many seconds of "
+                         "sampling (timed by two pilot runs per sampler and step size): an equal wall budget")
     ap.add_argument("--chains", type=int_at_least("--chains", 4), default=256)
     ap.add_argument("--thin", type=positive_int("--thin"), default=10)
     ap.add_argument("--ref-chains", type=int_at_least("--ref-chains", 4), default=32)
@@ -48,7 +55,11 @@ def parser():
 
 def main(argv=None):
     a = parser().parse_args(argv)
-    if a.num_steps // a.thin < 9:
+    if a.num_steps is not None and a.budget_seconds is not None:
+        parser().error("--num-steps and --budget-seconds exclude each other")
+    if a.budget_seconds is None and a.num_steps is None:
+        a.num_steps = 6000
+    if a.num_steps is not None and a.num_steps // a.thin < 9:
         parser().error(f"--num-steps / --thin must be >= 9, got {a.num_steps} / {a.thin}")
     sys.path.insert(0, os.getcwd())  # a user's module:function from the working directory
     import jax
@@ -80,15 +91,19 @@ def main(argv=None):
     for name, build in specs:
         for eps in steps:
             path = os.path.join(a.out, "rows", f"{name.replace(':', '__').replace('/', '_')}_{eps:.6g}.json")
-            if os.path.exists(path):
+            same_run = lambda row: (row["n_chains"] == a.chains and row.get("budget_seconds") == a.budget_seconds
+                                    and (a.budget_seconds is not None or row["num_steps"] == a.num_steps))
+            if os.path.exists(path) and same_run(results.read_json(path)):
                 row = results.read_json(path)
+                if row["prior_nonfinite"] == row["n_chains"]:  # rows saved before every-chain-diverged was "never"
+                    row["prior_steps_to_equilibrium"] = row["prior_seconds_to_equilibrium"] = None
                 row["agrees_with_exact"] = bench.verdict(row)  # judged again: the criteria may have changed
                 rows.append(row)
                 print(f"  {name} eps={eps:.3g}: reused", flush=True)
                 continue
             s = bench.score_sampler(ref, name, build, eps, n_chains=a.chains, num_steps=a.num_steps, thin=a.thin,
-                                    seed=a.seed, progress=not a.no_progress)
-            row = s.row()
+                                    seed=a.seed, progress=not a.no_progress, budget_seconds=a.budget_seconds)
+            row = s.row() | {"budget_seconds": a.budget_seconds}
             results.write_json(path, row)
             rows.append(row)
             print(f"  {name} eps={eps:.3g}: {'agrees' if row['agrees_with_exact'] else 'DISAGREES'} "
@@ -105,21 +120,30 @@ def main(argv=None):
     return rows
 
 
+def table(rows) -> list[str]:
+    """The markdown table of ``report.json`` rows (also ``scripts/leaderboard.py``'s)."""
+    num = lambda v, f: "-" if v is None else format(v, f)
+    lines = ["| sampler | step | steps | wall s | agrees | bias (z) | sd ratio | W1 | loss bias (z) | R-hat | ESS/s | "
+             "ESS/grad | from prior: bias (z) | to equilibrium: steps (s) |",
+             "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for w in rows:
+        eq = w["prior_steps_to_equilibrium"]
+        eq = "never" if eq is None else f"{eq} ({num(w.get('prior_seconds_to_equilibrium'), '.1f')})"
+        lines.append(f"| {w['sampler']} | {w['step_size']:.3g} | {w['num_steps']} | {w['wall_s']:.1f} | "
+                     f"{'yes' if w['agrees_with_exact'] else 'no'} | "
+                     f"{w['bias']:+.4f} ({w['bias_z']:+.1f}) | {w['sd_ratio']:.3f} +- {w['sd_ratio_se']:.3f} | "
+                     f"{w['w1']:.4f} | {w['loss_bias']:+.4f} ({w['loss_bias_z']:+.1f}) | "
+                     f"{w['rhat']:.3f} | {w['ess_per_s']:.1f} | {num(w.get('ess_per_grad'), '.3f')} | "
+                     f"{w['prior_bias']:+.4f} ({w['prior_bias_z']:+.1f}) | {eq} |")
+    return lines
+
+
 def write_markdown(path, task, ref, rows):
     from copyjax.results import atomic_write_bytes
 
     r = ref.summary_cG
     lines = [f"# Samplers against the exact posterior: L = {task.L}, V = {task.V}, {task.activation}, P = {task.P}",
-             "", f"Exact c_G: mean {r.mean:.4f} +- {r.mcse:.4f}, sd {r.sd:.4f}.", "",
-             "| sampler | step | agrees | bias (z) | sd ratio | W1 | KS | loss bias (z) | R-hat | ESS/s | "
-             "from prior: bias (z) | steps to equilibrium |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for w in rows:
-        lines.append(f"| {w['sampler']} | {w['step_size']:.3g} | {'yes' if w['agrees_with_exact'] else 'no'} | "
-                     f"{w['bias']:+.4f} ({w['bias_z']:+.1f}) | {w['sd_ratio']:.3f} +- {w['sd_ratio_se']:.3f} | "
-                     f"{w['w1']:.4f} | {w['ks']:.3f} | {w['loss_bias']:+.4f} ({w['loss_bias_z']:+.1f}) | "
-                     f"{w['rhat']:.3f} | {w['ess_per_s']:.1f} | {w['prior_bias']:+.4f} ({w['prior_bias_z']:+.1f}) | "
-                     f"{w['prior_steps_to_equilibrium']} |")
+             "", f"Exact c_G: mean {r.mean:.4f} +- {r.mcse:.4f}, sd {r.sd:.4f}.", ""] + table(rows)
     atomic_write_bytes(path, ("\n".join(lines) + "\n").encode())
 
 
@@ -129,13 +153,23 @@ def plot(path, rows):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4))
     for name in dict.fromkeys(w["sampler"] for w in rows):
         ws = sorted((w for w in rows if w["sampler"] == name), key=lambda w: w["step_size"])
-        ax.errorbar([w["step_size"] for w in ws], [w["bias"] for w in ws], [w["mcse"] for w in ws], marker="o",
-                    capsize=2, label=name)
+        line = ax.errorbar([w["step_size"] for w in ws], [w["bias"] for w in ws], [w["mcse"] for w in ws],
+                           marker="o", capsize=2, label=name)[0]
+        # time to equilibrium from prior starts; a run that never arrives is drawn at its full length, hollow
+        eq = [(w["step_size"], w["prior_seconds_to_equilibrium"]) for w in ws
+              if w.get("prior_seconds_to_equilibrium") is not None]
+        never = [(w["step_size"], w["prior_wall_s"]) for w in ws if w.get("prior_seconds_to_equilibrium") is None]
+        if eq:
+            bx.plot(*zip(*eq), marker="o", color=line.get_color(), label=name)
+        if never:
+            bx.plot(*zip(*never), ls="none", marker="o", mfc="none", color=line.get_color())
     ax.axhline(0, color="k", lw=0.8)
     ax.set(xscale="log", xlabel="step size", ylabel="bias of the mean of c_G (stationary)")
+    bx.set(xscale="log", yscale="log", xlabel="step size",
+           ylabel="seconds to equilibrium from prior starts\n(hollow: not reached within the run)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

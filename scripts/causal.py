@@ -5,6 +5,13 @@ order parameter a_G(l) of each and of the lower of the two (the global MAP); tab
 
     python scripts/causal.py --L 32 --V 32 --P 600 900 1200 1600 2000 2500 3000 --out runs/causal
     python scripts/causal.py --L 32 --V 32 --P 600 1200 2000 3000 --exact-chains 8 --out runs/causal_exact
+    python scripts/causal.py --L 32 --V 32 --activation linear --P 800 1200 1600 2400 --exact-chains 8 --out runs/causal_lin
+
+``--activation linear`` (A = tril(G)): also the onset of the MAP form, where G = 0 stops being a
+minimum of the causal action at the expected statistics (``copyjax.mask.causal_linear_onset``:
+the Hessian there, I / sigma_g2 + P H1 - P^2 H2, loses positive definiteness), and its unstable
+mode's pooling / copy content; the copy order parameter is c_G(l) (``mask.row_copy_order``) and
+the exact posterior's summary is of |mean c_G| (the posterior is symmetric under G -> -G).
 
 ``--exact-chains N``: also the exact posterior of G on sampled data of P sequences
 (``copyjax.mask.sample_causal_posterior``: adaptive MALA, W integrated out), its mean and sd of
@@ -26,9 +33,10 @@ from _cli import positive_float, positive_int
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--L", type=positive_int("--L"), default=32)
 ap.add_argument("--V", type=positive_int("--V"), default=32)
-ap.add_argument("--activation", choices=["softmax"], default="softmax")
+ap.add_argument("--activation", choices=["softmax", "linear"], default="softmax")
 ap.add_argument("--P", type=positive_int("--P"), nargs="+", required=True)
-ap.add_argument("--gamma", type=positive_float("--gamma"), default=8.0, help="copy start's logit")
+ap.add_argument("--gamma", type=positive_float("--gamma"),
+                help="the copy start: its logit (softmax, default 8) or copy weight (linear, default 1)")
 ap.add_argument("--steps", type=positive_int("--steps"), default=400, help="L-BFGS iterations per start")
 ap.add_argument("--exact-chains", type=int, default=0,
                 help="chains on the exact causal posterior of G per P (half from pooling, half from the copy start; "
@@ -56,13 +64,28 @@ from copyjax import mask as M  # noqa: E402
 
 L, V, act = a.L, a.V, a.activation
 h = cj.default_hyper(act, L)
+gamma = a.gamma or (8.0 if act == "softmax" else 1.0)
+name = "a_G" if act == "softmax" else "c_G"
 os.makedirs(a.out, exist_ok=True)
 Ps = sorted(set(a.P))
-starts = {"pool": jnp.zeros((L, L)), "copy": M.copy_start(L, a.gamma, jnp.float64)}
+# linear: G = 0 is a stationary point of the action (A -> -A is a symmetry), so the pooling start
+# is a small causal pooling pattern instead
+pool0 = jnp.zeros((L, L)) if act == "softmax" else 0.05 * jnp.tril(jnp.ones((L, L))) / jnp.arange(1, L + 1)[:, None]
+starts = {"pool": pool0, "copy": M.copy_start(L, gamma, jnp.float64)}
 rows, t0 = [], time.perf_counter()
-print(f"causal MAP, L={L}, V={V}, {act}: rows l = 1 .. {L - 1}; a_G(l) = 0 pooling over the row's l + 1 keys, "
+onset = None
+if act == "linear":
+    o = M.causal_linear_onset(L, V, h)
+    full = cj.theory.transition_points(L, V, "linear", form="map")
+    onset = {"P_onset": o.P_onset, "c1": o.c1, "cG": o.cG, "cG_rows": o.cG_rows.tolist(),
+             "full_mask_P_onset": full.P_onset, "full_mask_direction": full.onset_direction}
+    print(f"onset of the causal MAP form (G = 0 unstable): P_1 = {o.P_onset:.1f}, unstable mode (c_1, c_G) = "
+          f"({o.c1:.3f}, {o.cG:.3f}), c_G(l) from {o.cG_rows.min():.3f} to {o.cG_rows.max():.3f} over rows; "
+          f"full mask (reduced theory): P_1 = {full.P_onset:.1f}, mode {tuple(round(x, 3) for x in full.onset_direction)}",
+          flush=True)
+print(f"causal MAP, L={L}, V={V}, {act}: rows l = 1 .. {L - 1}; {name}(l) = 0 pooling over the row's l + 1 keys, "
       f"1 copying")
-print(f"{'P':>7} {'S pool':>10} {'S copy':>10} {'mean a_G pool':>14} {'copy':>6} {'rows copying (global)':>22}")
+print(f"{'P':>7} {'S pool':>10} {'S copy':>10} {'mean ' + name + ' pool':>14} {'copy':>6} {'rows copying (global)':>22}")
 for P in Ps:
     C = cj.expected_stats(float(P), L, V, jnp.float64)
     res = {}
@@ -77,19 +100,21 @@ for P in Ps:
     if a.exact_chains:
         data = cj.sampled_stats(jax.random.fold_in(jax.random.key(a.data_seed), P), P, L, V).astype(jnp.float64)
         ex = M.sample_causal_posterior(jax.random.fold_in(jax.random.key(a.data_seed + 1), P), data, h, act,
-                                       n_chains=a.exact_chains, num_steps=a.exact_steps, gamma=a.gamma)
+                                       n_chains=a.exact_chains, num_steps=a.exact_steps, gamma=gamma)
         fam = {s: float(ex.aG_rows[[i for i, t in enumerate(ex.start) if t == s]].mean()) for s in ("pool", "copy")}
         rows[-1]["exact"] = {"mean": ex.summary.mean, "mcse": ex.summary.mcse, "sd": ex.summary.sd,
                              "rhat": ex.summary.rhat, "by_start": fam, "aG_rows": ex.aG_rows.mean((0, 1)).tolist(),
-                             "acceptance": float(np.nanmean(ex.acceptance))}
-        print(f"{'':>7} exact posterior (MALA, {a.exact_chains} x {a.exact_steps}): mean a_G {ex.summary.mean:.3f} "
+                             "acceptance": float(np.nanmean(ex.acceptance)), "c1": float(ex.c1.mean()),
+                             "c1_sd": float(ex.c1.std())}
+        print(f"{'':>7} exact posterior (MALA, {a.exact_chains} x {a.exact_steps}): mean "
+              f"{name if act == 'softmax' else '|c_G|'} {ex.summary.mean:.3f} "
               f"+- {ex.summary.mcse:.3f} (sd {ex.summary.sd:.3f}, R-hat {ex.summary.rhat:.3f}); from pooling "
-              f"{fam['pool']:.3f}, from copy {fam['copy']:.3f}", flush=True)
+              f"{fam['pool']:.3f}, from copy {fam['copy']:.3f}; mean c_1 {ex.c1.mean():.3f}", flush=True)
     print(f"{P:>7} {res['pool'][0]:>10.2f} {res['copy'][0]:>10.2f} {res['pool'][1].mean():>14.3f} "
           f"{res['copy'][1].mean():>6.3f} {n_copy:>4} of {L - 1} ({best}: rows "
           f"{', '.join(str(i + 1) for i in np.flatnonzero(aG > 0.5)[:3])}{' ...' if n_copy > 3 else ''})", flush=True)
 with open(os.path.join(a.out, "causal_map.json"), "w") as f:
-    json.dump({"L": L, "V": V, "activation": act, "gamma": a.gamma, "steps": a.steps, "exact_chains": a.exact_chains,
+    json.dump({"L": L, "V": V, "activation": act, "gamma": gamma, "onset": onset, "steps": a.steps, "exact_chains": a.exact_chains,
                "exact_steps": a.exact_steps, "data_seed": a.data_seed, "rows": rows,
                "seconds": time.perf_counter() - t0}, f, indent=1)
 
@@ -106,7 +131,7 @@ ax.set_xticks(range(len(Ps)))
 ax.set_xticklabels([str(P) for P in Ps], rotation=45, fontsize=7)
 ax.set_xlabel("P")
 ax.set_ylabel("row l (l + 1 keys)")
-ax.set_title(f"causal MAP (global): a_G per row, L = {L}, V = {V}")
+ax.set_title(f"causal MAP (global): {name} per row, L = {L}, V = {V}")
 fig.colorbar(im, ax=ax)
 for name, mk in (("pool", "o-"), ("copy", "s--")):
     bx.plot(Ps, [np.mean(r["aG_rows"][name]) for r in rows], mk, label=f"MAP from the {name} start")
@@ -115,7 +140,7 @@ if a.exact_chains:
                 capsize=3, label="exact posterior (mean +- sd)")
 bx.set_xscale("log")
 bx.set_xlabel("P")
-bx.set_ylabel("mean over rows of a_G(l)")
+bx.set_ylabel(f"mean over rows of {name}(l)")
 bx.legend(fontsize=7)
 bx.set_title("MAP from both starts" + (" and the exact posterior" if a.exact_chains else ""))
 fig.tight_layout()

@@ -51,6 +51,43 @@ def test_row_copy_order():
     assert M.row_copy_order(jnp.zeros((L, L))).shape == (L - 1,)
 
 
+def test_row_orders_of_a_linear_pattern():
+    """Linear causal rows fitted by c_1 u + c_G e_{l-1}: a pattern built as c_1 U + c_G S_c
+    (U uniform over each row's keys) gives back c_1 and c_G in every row; softmax rows give
+    a_G and 1 - a_G."""
+    L = 7
+    U = jnp.tril(jnp.ones((L, L))) / jnp.arange(1, L + 1)[:, None]
+    A = 0.3 * U + -0.8 * M.copy_start(L, 1.0, jnp.float64)
+    np.testing.assert_allclose(M.row_copy_order(A), -0.8, atol=1e-14)
+    np.testing.assert_allclose(M.row_pool_order(A), 0.3, atol=1e-14)
+    As = M.causal_attention(jax.random.normal(jax.random.key(1), (L, L), jnp.float64), "softmax")
+    np.testing.assert_allclose(M.row_pool_order(As), 1 - M.row_copy_order(As), atol=1e-14)
+
+
+def test_linear_causal_onset_is_where_zero_turns_unstable():
+    """``causal_linear_onset`` at L = 6, V = 4: along its unstable mode v the exact causal action
+    at the expected statistics rises from G = 0 at 0.97 P_1 and falls at 1.03 P_1 (steps 1e-2
+    and 3e-2: the quadratic term dominates; measured +-4.5e-5 at L = 8), and along random
+    allowed directions it rises at 0.97 P_1 (G = 0 is a minimum below the onset). Bisecting
+    the wrong eigenvalue, or dropping the P^2 term, moves P_1 and fails the sign checks."""
+    L, V = 6, 4
+    h = cj.default_hyper("linear", L)
+    o = M.causal_linear_onset(L, V, h)
+    assert 0 < o.P_onset < 1e4 and abs(np.hypot(o.c1, o.cG) - 1) < 1e-12
+    rows, cols = np.tril_indices(L)
+    H = np.eye(rows.size) / h.sigma_g2 + o.P_onset * o.H1 - o.P_onset**2 * o.H2
+    v = np.linalg.eigh(H)[1][:, 0]
+    G = jnp.zeros((L, L), jnp.float64).at[rows, cols].set(v)
+    S = lambda G, P: float(M.causal_exact_action(G, cj.expected_stats(P, L, V, jnp.float64), h, "linear"))
+    for eps in (1e-2, 3e-2):
+        assert S(eps * G, 0.97 * o.P_onset) > S(0 * G, 0.97 * o.P_onset)
+        assert S(eps * G, 1.03 * o.P_onset) < S(0 * G, 1.03 * o.P_onset)
+    for k in range(5):
+        r = jax.random.normal(jax.random.key(k), (rows.size,), jnp.float64)
+        Gr = jnp.zeros((L, L), jnp.float64).at[rows, cols].set(1e-2 * r / jnp.linalg.norm(r))
+        assert S(Gr, 0.97 * o.P_onset) > S(0 * Gr, 0.97 * o.P_onset)
+
+
 def test_causal_map_reaches_a_stationary_point():
     L, V = 8, 4
     h = cj.default_hyper("softmax", L)

@@ -57,6 +57,12 @@ def run(script, args):
     ("bench_samplers.py", ["--num-steps", "40", "--thin", "10"], "--num-steps / --thin must be >= 9"),
     ("bench_samplers.py", ["--activation", "relu"], "--activation"),
     ("bench_samplers.py", ["--data-seed", "-1"], "--data-seed must be >= 0"),
+    ("bench_samplers.py", ["--num-steps", "300", "--budget-seconds", "5"], "exclude each other"),
+    ("bench_samplers.py", ["--budget-seconds", "0"], "--budget-seconds must be a finite number > 0"),
+    ("leaderboard.py", ["--L", "1"], "--L must be >= 2"),
+    ("leaderboard.py", ["--budget-seconds", "-1"], "--budget-seconds must be a finite number > 0"),
+    ("leaderboard.py", ["--regimes", "inside"], "--regimes"),
+    ("leaderboard.py", ["--samplers", "nope"], "--samplers"),
     ("llc.py", ["--P", "1"], "--P must be >= 2"),
     ("llc.py", ["--gamma", "0"], "--gamma must be a finite number > 0"),
     ("llc.py", ["--nbeta", "-3"], "--nbeta must be a finite number > 0"),
@@ -67,7 +73,7 @@ def run(script, args):
 ])
 def test_bad_arguments_exit_2(script, args, word, tmp_path):
     has_out = script in ("theory_figures.py", "validate_theory.py", "scaling.py", "free_energy.py", "bench_samplers.py",
-                         "llc.py")
+                         "llc.py", "leaderboard.py")
     r = run(script, args if "--out" in args or not has_out else args + ["--out", str(tmp_path)])
     assert_cli_error(r, word)
 
@@ -194,6 +200,19 @@ def test_causal_script_end_to_end(tmp_path):
     assert ex[1]["mean"] > ex[0]["mean"] and "exact posterior (MALA, 4 x 300)" in r.stdout
     assert_cli_error(run("causal.py", ["--L", "2", "--P", "10", "--out", str(tmp_path)]), "--L")
     assert_cli_error(run("causal.py", ["--P", "10", "--exact-chains", "1", "--out", str(tmp_path)]), "--exact-chains")
+
+
+def test_causal_script_linear(tmp_path):
+    """scripts/causal.py --activation linear at L = 6, V = 3: the onset of the causal MAP form
+    beside the full mask's, the exact posterior's |c_G| and c_1, in causal_map.json."""
+    r = run("causal.py", ["--L", "6", "--V", "3", "--activation", "linear", "--P", "30", "300", "--steps", "100",
+                          "--exact-chains", "4", "--exact-steps", "120", "--out", str(tmp_path)])
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads((tmp_path / "causal_map.json").read_text())
+    o = out["onset"]
+    assert o["P_onset"] > 0 and o["full_mask_P_onset"] > 0 and len(o["cG_rows"]) == 5
+    assert "onset of the causal MAP form" in r.stdout and "mean |c_G|" in r.stdout
+    assert all({"mean", "c1", "by_start"} <= set(row["exact"]) for row in out["rows"])
 
 
 def test_compile_cache_second_run_compiles_nothing_new(tmp_path):

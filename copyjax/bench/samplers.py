@@ -8,7 +8,8 @@ is the exact log posterior log p(W, G | data) (full batch, through the statistic
 convention; a registered sampler with another convention converts it). A factory may set the
 attribute ``grads_per_step`` (default 1): full-data gradients per ``step``, for the scores'
 ESS per gradient. Give one by registry name (``SAMPLERS``) or by import path ``"module:function"`` (a module on
-``PYTHONPATH``): adding a sampler to the leaderboard is one line here or one path.
+``PYTHONPATH``): adding a sampler to the leaderboard is one line here or one path. A sampler
+whose gradient count varies per step reports it as a float ``num_grads`` in its info (``nuts``).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import NamedTuple
 import blackjax
 import jax
 import jax.numpy as jnp
+import numpy as np
 from blackjax.base import SamplingAlgorithm
 
 from copyjax import samplers as _samplers
@@ -85,14 +87,92 @@ def sgnht(logdensity_fn, step_size, alpha: float = 0.01):
                              lambda key, state: (alg.step(key, state, None, h), ()))
 
 
-def grads_per_step(build) -> int:
-    """Full-data gradients one ``step`` of ``build``'s sampler costs (its ``grads_per_step``
-    attribute, default 1)."""
-    return int(getattr(build, "grads_per_step", 1))
+class GradInfo(NamedTuple):
+    """The info of a step whose gradient count varies (NUTS): ``num_grads`` (a float, so the
+    chain driver averages it), the acceptance rate and divergence of the step."""
+
+    num_grads: jax.Array
+    acceptance_rate: jax.Array
+    is_divergent: jax.Array
+
+
+def _size(position) -> int:
+    """Entries of a position pytree (static under jit: from the shapes)."""
+    return sum(int(np.prod(x.shape)) for x in jax.tree.leaves(position))
+
+
+def nuts(logdensity_fn, step_size, max_num_doublings: int = 6):
+    """blackjax's NUTS (``blackjax.nuts``, identity mass matrix, no adaptation): leapfrog
+    time step h = sqrt(2 eps) (one leapfrog step with a fresh momentum is a MALA step of eps),
+    trajectories of at most 2^``max_num_doublings`` - 1 steps (6: 63; blackjax's default 10
+    would spend 1023 gradients a step on the soft G directions while the stiff W ones set h).
+    Its gradients per step vary; the info's ``num_grads`` gives the scores' ESS per gradient."""
+    h = jnp.sqrt(2.0 * step_size)
+    alg = lambda position: blackjax.nuts(logdensity_fn, h, jnp.ones(_size(position)),
+                                         max_num_doublings=max_num_doublings)
+
+    def step(key, state):
+        state, info = alg(state.position).step(key, state)
+        return state, GradInfo(info.num_integration_steps.astype(h.dtype), info.acceptance_rate, info.is_divergent)
+
+    return SamplingAlgorithm(lambda position: alg(position).init(position), step)
+
+
+class MCLMCState(NamedTuple):
+    """An MCLMC chain: blackjax's integrator state and the parameters its tuner chose for it."""
+
+    state: object  # blackjax.mcmc.integrators.IntegratorState
+    params: object  # blackjax.adaptation.mclmc_adaptation.MCLMCAdaptationState
+
+    @property
+    def position(self):
+        return self.state.position
+
+
+def mclmc(logdensity_fn, step_size, tune_steps: int = 1000):
+    """blackjax's MCLMC (microcanonical Langevin, ``blackjax.mclmc``, isokinetic McLachlan
+    integrator, 2 gradients a step), tuned by blackjax's own ``mclmc_find_L_and_step_size``
+    (step size, decoherence length L and a diagonal preconditioner; about 0.33 x ``tune_steps``
+    tuning steps) in each chain's ``init``, so the tuning is in the run's wall time. The tuner
+    starts from the step on the common axis (MCLMC moves a unit-norm velocity: a step epsilon
+    moves each of d coordinates by about epsilon / sqrt(d), so epsilon = sqrt(2 eps d)) and
+    L = sqrt(d) (blackjax's default). The step size only seeds the tuner: MCLMC chooses its own."""
+    from blackjax.adaptation.mclmc_adaptation import MCLMCAdaptationState
+
+    kernel = blackjax.mcmc.mclmc.build_kernel()
+
+    def init(position, rng_key):
+        d = _size(position)
+        k_init, k_tune = jax.random.split(rng_key)
+        st = blackjax.mcmc.mclmc.init(position, logdensity_fn, k_init)
+        dtype = jax.tree.leaves(position)[0].dtype
+        p0 = MCLMCAdaptationState(jnp.sqrt(jnp.asarray(d, dtype)), jnp.sqrt(2.0 * step_size * d).astype(dtype),
+                                  jnp.ones(d, dtype))
+        st, params, _ = blackjax.mclmc_find_L_and_step_size(kernel, tune_steps, st, k_tune,
+                                                            logdensity_fn=logdensity_fn, params=p0)
+        return MCLMCState(st, params)
+
+    def step(key, s):
+        st, info = kernel(key, s.state, logdensity_fn, s.params.inverse_mass_matrix, s.params.L, s.params.step_size)
+        return MCLMCState(st, s.params), info
+
+    return SamplingAlgorithm(init, step)
+
+
+mclmc.grads_per_step = 2
+
+
+def grads_per_step(build, info: dict | None = None) -> float:
+    """Full-data gradients one ``step`` of ``build``'s sampler costs: the mean of its info's
+    ``num_grads`` where it reports one (NUTS), else its ``grads_per_step`` attribute (default 1)."""
+    if info and "num_grads" in info:
+        return float(np.mean(np.asarray(info["num_grads"])))
+    return float(getattr(build, "grads_per_step", 1))
 
 
 # the registry: name -> build(logdensity_fn, step_size)
-SAMPLERS = {"mala": mala, "barker": barker, "sgld": sgld, "psgld": psgld, "sghmc": sghmc, "sgnht": sgnht}
+SAMPLERS = {"mala": mala, "barker": barker, "sgld": sgld, "psgld": psgld, "sghmc": sghmc, "sgnht": sgnht,
+            "nuts": nuts, "mclmc": mclmc}
 
 
 def resolve(spec: str):
@@ -113,4 +193,5 @@ def resolve(spec: str):
     return spec, SAMPLERS[spec]
 
 
-__all__ = ["barker", "grads_per_step", "mala", "PositionState", "psgld", "resolve", "SAMPLERS", "sghmc", "sgld", "sgnht"]
+__all__ = ["barker", "GradInfo", "grads_per_step", "mala", "mclmc", "MCLMCState", "nuts", "PositionState", "psgld", "resolve",
+           "SAMPLERS", "sghmc", "sgld", "sgnht"]

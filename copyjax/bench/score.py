@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from dataclasses import asdict, dataclass
 
 import jax
@@ -78,16 +79,22 @@ def _positions(ref: Reference, start: str, n: int, key):
     return {"W": p.W, "G": p.G}
 
 
-def run(ref: Reference, build, step_size: float, *, start: str, n_chains: int, num_steps: int, thin: int,
-        key, progress: bool = False):
-    """``(chains.Samples, wall seconds)``: ``build(logdensity_fn, step_size)`` run from
-    ``start`` ("exact" or "prior"), observing c_G and the loss every ``thin`` steps from step 0."""
+def _algorithm(ref: Reference, build, step_size: float):
+    """``(algorithm, observe)`` of ``build`` on ``ref``'s task: the sampler on the exact log
+    posterior, and the observed scalars (c_G and the loss) of a position."""
     t = ref.task
     stats, h = t.stats(), t.hyper
     logdensity = lambda pos: logdensity_from_stats(Params(pos["W"], pos["G"]), stats, h, t.activation)
     observe = lambda pos: {k: v for k, v in observables(Params(pos["W"], pos["G"]), stats, h, t.activation).items()
                            if k in ("cG", "loss")}
-    alg = build(logdensity, step_size)
+    return build(logdensity, step_size), observe
+
+
+def run(ref: Reference, build, step_size: float, *, start: str, n_chains: int, num_steps: int, thin: int,
+        key, progress: bool = False):
+    """``(chains.Samples, wall seconds)``: ``build(logdensity_fn, step_size)`` run from
+    ``start`` ("exact" or "prior"), observing c_G and the loss every ``thin`` steps from step 0."""
+    alg, observe = _algorithm(ref, build, step_size)
     init = _positions(ref, start, n_chains, jax.random.fold_in(key, 1))
     t0 = time.perf_counter()
     s = chains.run_algorithm(jax.random.fold_in(key, 2), alg, init, observe,
@@ -96,7 +103,7 @@ def run(ref: Reference, build, step_size: float, *, start: str, n_chains: int, n
     return s, time.perf_counter() - t0
 
 
-def _score(start, x, loss, ref: Reference, wall_s, n_steps, nonfinite, steps_to_eq=None, grads: int = 1) -> RunScores:
+def _score(start, x, loss, ref: Reference, wall_s, n_steps, nonfinite, steps_to_eq=None, grads: float = 1) -> RunScores:
     """``x, loss: (chain, draw)`` after the burn-in."""
     s = chains.summarize(x)
     sl = chains.summarize(loss)
@@ -117,8 +124,11 @@ def _score(start, x, loss, ref: Reference, wall_s, n_steps, nonfinite, steps_to_
 def steps_to_equilibrium(x: np.ndarray, ref: Reference, thin: int) -> int | None:
     """First step after which the cross-chain mean of ``x: (chain, draw)`` stays within 3
     standard errors (reference sd / sqrt(chains)) of the exact mean; None if it never does."""
-    m = np.nanmean(x, axis=0)
-    far = np.abs(m - ref.summary_cG.mean) > 3 * ref.summary_cG.sd / np.sqrt(x.shape[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # every chain non-finite: the mean is NaN
+        m = np.nanmean(x, axis=0)
+    # a NaN mean (every chain diverged) is never "near"
+    far = ~(np.abs(m - ref.summary_cG.mean) <= 3 * ref.summary_cG.sd / np.sqrt(x.shape[0]))
     if far[-1]:
         return None
     last = np.flatnonzero(far)
@@ -144,20 +154,65 @@ class Scores:
              "num_steps": self.num_steps, "agrees_with_exact": self.agrees_with_exact}
         d |= {k: v for k, v in asdict(self.stationary).items() if k not in ("start", "steps_to_equilibrium")}
         d |= {f"prior_{k}": v for k, v in asdict(self.relaxation).items() if k != "start"}
+        eq = self.relaxation.steps_to_equilibrium
+        # the relaxation run's wall time (compilation included) per step, times its steps
+        d["prior_seconds_to_equilibrium"] = None if eq is None else eq * self.relaxation.wall_s / self.num_steps
         return d
 
 
+def steps_for_budget(ref: Reference, build, step_size: float, budget_seconds: float, *, n_chains: int,
+                     thin: int = 10, seed: int = 0) -> int:
+    """Steps of ``build`` at ``step_size`` (``n_chains`` chains) that fill ``budget_seconds`` of
+    sampling: a multiple of ``thin``, at least 9 x ``thin``. Pilots from exact starts on one
+    compiled program (the same chunks of ``thin`` steps): after a first run that compiles, a
+    run of 2 x ``thin`` steps and runs of n = 6, 12, 24, 48 x ``thin`` steps are timed (each the
+    faster of two) until the difference reaches a quarter second; it is the cost of n - 2 x
+    ``thin`` steps, so compilation and a sampler's tuning in ``init`` (MCLMC) are not charged
+    to the budget (``wall_s`` in the scores includes them)."""
+    if not (np.isfinite(budget_seconds) and budget_seconds > 0):
+        raise ValueError(f"budget_seconds must be a finite number > 0, got {budget_seconds}")
+    thin = check_size("thin", thin, 1)
+    alg, observe = _algorithm(ref, build, float(step_size))
+    key = jax.random.fold_in(jax.random.key(seed), 7)
+    init = _positions(ref, "exact", n_chains, key)
+    pilot = lambda n: chains.run_algorithm(key, alg, init, observe, schedule=chains.Schedule(n * thin, 0, thin))
+
+    def wall(n):
+        best = float("inf")
+        for _ in range(2):
+            t0 = time.perf_counter()
+            jax.block_until_ready(pilot(n).draws)
+            best = min(best, time.perf_counter() - t0)
+        return best
+
+    pilot(2)  # compiles
+    w2 = wall(2)
+    for n in (6, 12, 24, 48):
+        dw = wall(n) - w2
+        if dw >= 0.25:
+            break
+    per_step = max(dw, 1e-3) / ((n - 2) * thin)
+    return int(max(9, budget_seconds / per_step // thin) * thin)
+
+
 def score_sampler(ref: Reference, name: str, build, step_size: float, *, n_chains: int = 256,
-                  num_steps: int = 6000, thin: int = 10, seed: int = 0, progress: bool = False) -> Scores:
-    """Both runs of ``build`` at ``step_size`` and their scores against ``ref``."""
+                  num_steps: int | None = 6000, thin: int = 10, seed: int = 0, progress: bool = False,
+                  budget_seconds: float | None = None) -> Scores:
+    """Both runs of ``build`` at ``step_size`` and their scores against ``ref``; with
+    ``budget_seconds`` (and ``num_steps=None``) each run takes the steps that fill that much
+    sampling time (``steps_for_budget``): an equal wall budget for every sampler."""
     if ref.branches_disagree:
         raise ValueError("the reference's start families disagree (a coexistence window): its pooled draws are "
                          "not the posterior; pick a P outside the window")
     if not (np.isfinite(step_size) and step_size > 0):
         raise ValueError(f"step_size must be a finite number > 0, got {step_size}")
     n_chains = check_size("n_chains", n_chains, 4)
-    num_steps = check_size("num_steps", num_steps, 30)
     thin = check_size("thin", thin, 1)
+    if (num_steps is None) == (budget_seconds is None):
+        raise ValueError(f"give one of num_steps and budget_seconds, got {num_steps} and {budget_seconds}")
+    if budget_seconds is not None:
+        num_steps = steps_for_budget(ref, build, step_size, budget_seconds, n_chains=n_chains, thin=thin, seed=seed)
+    num_steps = check_size("num_steps", num_steps, 30)
     if num_steps // thin < 9:
         raise ValueError(f"num_steps / thin must be >= 9 (three thirds of three draws), got {num_steps} / {thin}")
     key = jax.random.key(seed)
@@ -169,7 +224,7 @@ def score_sampler(ref: Reference, name: str, build, step_size: float, *, n_chain
         burn = x.shape[1] // 3
         eq = steps_to_equilibrium(x, ref, thin) if start == "prior" else None
         out[start] = _score(start, x[:, burn:], loss[:, burn:], ref, wall, num_steps,
-                            int(np.asarray(s.nonfinite).sum()), eq, grads_per_step(build))
+                            int(np.asarray(s.nonfinite).sum()), eq, grads_per_step(build, s.info))
     sc = Scores(name, float(step_size), n_chains, num_steps, out["exact"], out["prior"], False)
     return dataclasses.replace(sc, agrees_with_exact=verdict(sc.row()))
 
@@ -189,4 +244,4 @@ def verdict(row: dict) -> bool:
                 and row["prior_steps_to_equilibrium"] is not None)
 
 
-__all__ = ["run", "RunScores", "score_sampler", "Scores", "steps_to_equilibrium", "RHAT_MAX", "verdict", "Z_MAX"]
+__all__ = ["run", "RunScores", "score_sampler", "Scores", "steps_for_budget", "steps_to_equilibrium", "RHAT_MAX", "verdict", "Z_MAX"]

@@ -1,0 +1,166 @@
+"""Regenerate the sampler leaderboard: every sampler against the exact posterior on a grid of tasks.
+
+    python scripts/leaderboard.py --out runs/leaderboard          # the grid of docs/leaderboard.md
+
+For each L (--L), activation (--activations) and regime (--regimes: ``below`` at half the
+reduced theory's lower edge of the transition, ``above`` at 1.5 times its upper edge; softmax:
+the MAP form's spinodals, or its steepest point where it has no two minima; linear: the onset
+P_1 and the crossover P_x), ``scripts/bench_samplers.py`` scores every sampler (--samplers,
+default the whole registry) at --step-factors x eps0 with an equal wall budget per run
+(--budget-seconds of sampling, compilation and tuning not counted) in OUT/L{L}_{activation}_{regime}/.
+The tables go into --doc (default docs/leaderboard.md) between the lines
+``<!-- leaderboard:begin -->`` and ``<!-- leaderboard:end -->`` (appended if absent), and into
+OUT/leaderboard.md. Every task resumes from its saved rows, so an interrupted run continues
+where it stopped; a task whose exact chains disagree between start families (inside a
+coexistence window) is listed as refused.
+"""
+import argparse
+import os
+import sys
+import time
+
+from _cli import int_at_least, nonneg_int, positive_float
+
+BEGIN, END = "<!-- leaderboard:begin -->", "<!-- leaderboard:end -->"
+
+
+def parser():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--L", type=int_at_least("--L", 2), nargs="+", default=[16, 32, 64])
+    ap.add_argument("--V", type=int_at_least("--V", 2), default=32)
+    ap.add_argument("--activations", nargs="+", choices=["softmax", "linear"], default=["softmax", "linear"])
+    ap.add_argument("--regimes", nargs="+", choices=["below", "above"], default=["below", "above"])
+    ap.add_argument("--samplers", nargs="+", help="registry names or module:function paths (default: the registry)")
+    ap.add_argument("--step-factors", type=positive_float("--step-factors"), nargs="+", default=[0.25, 1.0, 4.0],
+                    help="step sizes as multiples of eps0 = 0.05 / lambda_W (default 0.25 1 4)")
+    ap.add_argument("--budget-seconds", type=positive_float("--budget-seconds"), default=20.0,
+                    help="sampling seconds per run, the same for every sampler and step (default 20)")
+    ap.add_argument("--chains", type=int_at_least("--chains", 4), default=64)
+    ap.add_argument("--thin", type=int_at_least("--thin", 1), default=10)
+    ap.add_argument("--ref-chains", type=int_at_least("--ref-chains", 4), default=32)
+    ap.add_argument("--ref-steps", type=int_at_least("--ref-steps", 30), default=1500)
+    ap.add_argument("--data-seed", type=nonneg_int("--data-seed"), default=0)
+    ap.add_argument("--seed", type=nonneg_int("--seed"), default=0)
+    ap.add_argument("--cache-dir", help="where exact references are cached (default ~/.cache/copyjax/bench)")
+    ap.add_argument("--out", default="runs/leaderboard")
+    ap.add_argument("--doc", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                                  "docs", "leaderboard.md"),
+                    help="markdown file whose generated section is replaced (default docs/leaderboard.md)")
+    ap.add_argument("--no-progress", action="store_true")
+    return ap
+
+
+def regime_P(L, V, activation, regime) -> int:
+    """The task's P: ``below`` / ``above`` the reduced theory's transition (the module docstring)."""
+    import copyjax as cj
+
+    t = cj.theory.transition_points(L, V, activation, form="map")
+    if activation == "softmax":
+        lo, hi = t.P_spinodal_low or t.P_steepest, t.P_spinodal_high or t.P_steepest
+    else:
+        lo, hi = t.P_onset, max(t.P_onset, t.P_cross or t.P_onset)
+    return int(round(0.5 * lo if regime == "below" else 1.5 * hi))
+
+
+def main(argv=None):
+    a = parser().parse_args(argv)
+    sys.path.insert(0, os.getcwd())  # a user's module:function from the working directory
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import bench_samplers
+    from copyjax import bench, results
+
+    samplers = a.samplers or list(bench.SAMPLERS)
+    for s in samplers:
+        try:
+            bench.resolve(s)
+        except ValueError as e:
+            parser().error(f"--samplers: {e}")
+    t0 = time.perf_counter()
+    tasks = []
+    for L in a.L:
+        for act in a.activations:
+            for regime in a.regimes:
+                P = regime_P(L, a.V, act, regime)
+                out = os.path.join(a.out, f"L{L}_{act}_{regime}")
+                print(f"== L={L} V={a.V} {act} {regime} the transition: P={P} -> {out}", flush=True)
+                bargs = ["--L", str(L), "--V", str(a.V), "--activation", act, "--P", str(P),
+                        "--data-seed", str(a.data_seed), "--samplers", *samplers, "--budget-seconds",
+                        str(a.budget_seconds), "--chains", str(a.chains), "--thin", str(a.thin),
+                        "--ref-chains", str(a.ref_chains), "--ref-steps", str(a.ref_steps), "--seed", str(a.seed),
+                        "--out", out]
+                bargs += ["--cache-dir", a.cache_dir] if a.cache_dir else []
+                bargs += ["--no-progress"] if a.no_progress else []
+                eps0 = None
+                try:
+                    eps0 = _eps0(L, a.V, act, P)
+                    bench_samplers.main(bargs + ["--step-size", *(f"{f * eps0:.6g}" for f in a.step_factors)])
+                    rep = results.read_json(os.path.join(out, "report.json"))
+                except SystemExit as e:  # bench_samplers refused the task (a coexistence window)
+                    if e.code in (0, None):
+                        raise
+                    rep = None
+                tasks.append({"L": L, "V": a.V, "activation": act, "regime": regime, "P": P, "eps0": eps0,
+                              "report": rep})
+    minutes = (time.perf_counter() - t0) / 60
+    cmd = " ".join(["python scripts/leaderboard.py", *(sys.argv[1:] if argv is None else argv)])
+    text = section(tasks, a, minutes, cmd)
+    results.atomic_write_bytes(os.path.join(a.out, "leaderboard.md"), text.encode())
+    write_section(a.doc, text)
+    print(f"leaderboard ({minutes:.1f} min) in {a.out}/leaderboard.md and {a.doc}", flush=True)
+    return tasks
+
+
+def _eps0(L, V, activation, P):
+    from copyjax.hyper import default_hyper
+    from copyjax.point.sgld_chains import auto_step_size
+
+    return auto_step_size(P, V, default_hyper(activation, L))
+
+
+def section(tasks, a, minutes, cmd) -> str:
+    """The generated markdown: a summary line per task, then each task's table."""
+    from bench_samplers import table
+
+    lines = [BEGIN, "", f"Generated by `{cmd}` ({minutes:.1f} min for the tasks run anew; saved rows are "
+             f"reused); {a.chains} chains per run, {a.budget_seconds:g} s of sampling per run, step sizes "
+             f"{', '.join(f'{f:g}' for f in a.step_factors)} x eps0.", "",
+             "| L | activation | regime | P | exact c_G (sd) | agree (sampler @ step / eps0) | best ESS/s of those |",
+             "|---:|---|---|---:|---|---|---:|"]
+    for t in tasks:
+        rep = t["report"]
+        if rep is None:
+            lines.append(f"| {t['L']} | {t['activation']} | {t['regime']} | {t['P']} | refused: the exact "
+                         "chains' start families disagree (coexistence) | - | - |")
+            continue
+        r = rep["reference"]["cG"]
+        ok = [w for w in rep["rows"] if w["agrees_with_exact"]]
+        agree = ", ".join(f"{w['sampler']} @ {w['step_size'] / t['eps0']:.3g}" for w in ok) or "none"
+        best = f"{max(w['ess_per_s'] for w in ok):.1f}" if ok else "-"
+        lines.append(f"| {t['L']} | {t['activation']} | {t['regime']} | {t['P']} | {r['mean']:.4f} ({r['sd']:.4f}) "
+                     f"| {agree} | {best} |")
+    for t in tasks:
+        if t["report"] is None:
+            continue
+        r = t["report"]["reference"]["cG"]
+        lines += ["", f"#### L = {t['L']}, V = {t['V']}, {t['activation']}, P = {t['P']} ({t['regime']} the "
+                  f"transition): exact c_G {r['mean']:.4f} +- {r['mcse']:.4f}, sd {r['sd']:.4f}; eps0 = "
+                  f"{t['eps0']:.3g}", ""] + table(t["report"]["rows"])
+    return "\n".join(lines + ["", END]) + "\n"
+
+
+def write_section(path, text):
+    """Replace the generated section of ``path`` (between BEGIN and END) by ``text``, or append it."""
+    from copyjax.results import atomic_write_bytes
+
+    old = open(path).read() if os.path.exists(path) else ""
+    if BEGIN in old and END in old:
+        new = old[:old.index(BEGIN)] + text.rstrip("\n") + old[old.index(END) + len(END):]
+    else:
+        new = old + ("\n" if old and not old.endswith("\n") else "") + text
+    atomic_write_bytes(path, new.encode())
+
+
+if __name__ == "__main__":
+    main()
