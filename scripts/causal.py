@@ -65,7 +65,7 @@ from copyjax import mask as M  # noqa: E402
 L, V, act = a.L, a.V, a.activation
 h = cj.default_hyper(act, L)
 gamma = a.gamma or (8.0 if act == "softmax" else 1.0)
-name = "a_G" if act == "softmax" else "c_G"
+OP = "a_G" if act == "softmax" else "c_G"  # the copy order parameter's name
 os.makedirs(a.out, exist_ok=True)
 Ps = sorted(set(a.P))
 # linear: G = 0 is a stationary point of the action (A -> -A is a symmetry), so the pooling start
@@ -83,9 +83,9 @@ if act == "linear":
           f"({o.c1:.3f}, {o.cG:.3f}), c_G(l) from {o.cG_rows.min():.3f} to {o.cG_rows.max():.3f} over rows; "
           f"full mask (reduced theory): P_1 = {full.P_onset:.1f}, mode {tuple(round(x, 3) for x in full.onset_direction)}",
           flush=True)
-print(f"causal MAP, L={L}, V={V}, {act}: rows l = 1 .. {L - 1}; {name}(l) = 0 pooling over the row's l + 1 keys, "
+print(f"causal MAP, L={L}, V={V}, {act}: rows l = 1 .. {L - 1}; {OP}(l) = 0 pooling over the row's l + 1 keys, "
       f"1 copying")
-print(f"{'P':>7} {'S pool':>10} {'S copy':>10} {'mean ' + name + ' pool':>14} {'copy':>6} {'rows copying (global)':>22}")
+print(f"{'P':>7} {'S pool':>10} {'S copy':>10} {'mean ' + OP + ' pool':>14} {'copy':>6} {'rows copying (global)':>22}")
 for P in Ps:
     C = cj.expected_stats(float(P), L, V, jnp.float64)
     res = {}
@@ -111,7 +111,7 @@ for P in Ps:
                              "acceptance": float(np.nanmean(ex.acceptance)), "c1": float(c1.mean()),
                              "c1_sd": float(c1.std())}
         print(f"{'':>7} exact posterior (MALA, {a.exact_chains} x {a.exact_steps}): mean "
-              f"{name if act == 'softmax' else '|c_G|'} {ex.summary.mean:.3f} "
+              f"{OP if act == 'softmax' else '|c_G|'} {ex.summary.mean:.3f} "
               f"+- {ex.summary.mcse:.3f} (sd {ex.summary.sd:.3f}, R-hat {ex.summary.rhat:.3f}); from pooling "
               f"{fam['pool']:.3f}, from copy {fam['copy']:.3f}; mean c_1 {c1.mean():.3f}", flush=True)
     print(f"{P:>7} {res['pool'][0]:>10.2f} {res['copy'][0]:>10.2f} {res['pool'][1].mean():>14.3f} "
@@ -135,7 +135,7 @@ ax.set_xticks(range(len(Ps)))
 ax.set_xticklabels([str(P) for P in Ps], rotation=45, fontsize=7)
 ax.set_xlabel("P")
 ax.set_ylabel("row l (l + 1 keys)")
-ax.set_title(f"causal MAP (global): {name} per row, L = {L}, V = {V}")
+ax.set_title(f"causal MAP (global): {OP} per row, L = {L}, V = {V}")
 fig.colorbar(im, ax=ax)
 for name, mk in (("pool", "o-"), ("copy", "s--")):
     bx.plot(Ps, [np.mean(r["aG_rows"][name]) for r in rows], mk, label=f"MAP from the {name} start")
@@ -144,7 +144,7 @@ if a.exact_chains:
                 capsize=3, label="exact posterior (mean +- sd)")
 bx.set_xscale("log")
 bx.set_xlabel("P")
-bx.set_ylabel(f"mean over rows of {name}(l)")
+bx.set_ylabel(f"mean over rows of {OP}(l)")
 bx.legend(fontsize=7)
 bx.set_title("MAP from both starts" + (" and the exact posterior" if a.exact_chains else ""))
 fig.tight_layout()

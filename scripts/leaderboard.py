@@ -10,8 +10,8 @@ default the whole registry) at --step-factors x eps0 with an equal wall budget p
 (--budget-seconds of sampling, compilation and tuning not counted) in OUT/L{L}_{activation}_{regime}/.
 The tables go into --doc (default docs/leaderboard.md) between the lines
 ``<!-- leaderboard:begin -->`` and ``<!-- leaderboard:end -->`` (appended if absent), and into
-OUT/leaderboard.md. Every task resumes from its saved rows, so an interrupted run continues
-where it stopped; a task whose exact chains disagree between start families (inside a
+OUT/leaderboard.md, rewritten after every task (tasks still to run are listed as pending).
+Every task resumes from its saved rows, so an interrupted run continues where it stopped; a task whose exact chains disagree between start families (inside a
 coexistence window) is listed as refused.
 """
 import argparse
@@ -78,38 +78,37 @@ def main(argv=None):
         except ValueError as e:
             parser().error(f"--samplers: {e}")
     t0 = time.perf_counter()
-    tasks = []
-    for L in a.L:
-        for act in a.activations:
-            for regime in a.regimes:
-                P = regime_P(L, a.V, act, regime)
-                out = os.path.join(a.out, f"L{L}_{act}_{regime}")
-                print(f"== L={L} V={a.V} {act} {regime} the transition: P={P} -> {out}", flush=True)
-                bargs = ["--L", str(L), "--V", str(a.V), "--activation", act, "--P", str(P),
-                        "--data-seed", str(a.data_seed), "--samplers", *samplers, "--budget-seconds",
-                        str(a.budget_seconds), "--chains", str(a.chains), "--thin", str(a.thin),
-                        "--ref-chains", str(a.ref_chains), "--ref-steps", str(a.ref_steps), "--seed", str(a.seed),
-                        "--out", out]
-                bargs += ["--cache-dir", a.cache_dir] if a.cache_dir else []
-                bargs += ["--no-progress"] if a.no_progress else []
-                eps0 = None
-                try:
-                    eps0 = _eps0(L, a.V, act, P)
-                    bench_samplers.main(bargs + ["--step-size", *(f"{f * eps0:.6g}" for f in a.step_factors)])
-                    rep = results.read_json(os.path.join(out, "report.json"))
-                except SystemExit as e:  # bench_samplers refused the task (a coexistence window)
-                    if e.code in (0, None):
-                        raise
-                    rep = None
-                tasks.append({"L": L, "V": a.V, "activation": act, "regime": regime, "P": P, "eps0": eps0,
-                              "report": rep})
-    minutes = (time.perf_counter() - t0) / 60
     cmd = " ".join(["python scripts/leaderboard.py", *(sys.argv[1:] if argv is None else argv)])
-    text = section(tasks, a, minutes, cmd)
-    results.atomic_write_bytes(os.path.join(a.out, "leaderboard.md"), text.encode())
-    write_section(a.doc, text)
-    print(f"leaderboard ({minutes:.1f} min) in {a.out}/leaderboard.md and {a.doc}", flush=True)
-    return tasks
+    grid = [{"L": L, "V": a.V, "activation": act, "regime": regime, "P": regime_P(L, a.V, act, regime),
+             "eps0": None, "report": None, "done": False}
+            for L in a.L for act in a.activations for regime in a.regimes]
+    for t in grid:
+        out = os.path.join(a.out, f"L{t['L']}_{t['activation']}_{t['regime']}")
+        print(f"== L={t['L']} V={a.V} {t['activation']} {t['regime']} the transition: P={t['P']} -> {out}",
+              flush=True)
+        bargs = ["--L", str(t["L"]), "--V", str(a.V), "--activation", t["activation"], "--P", str(t["P"]),
+                 "--data-seed", str(a.data_seed), "--samplers", *samplers, "--budget-seconds",
+                 str(a.budget_seconds), "--chains", str(a.chains), "--thin", str(a.thin),
+                 "--ref-chains", str(a.ref_chains), "--ref-steps", str(a.ref_steps), "--seed", str(a.seed),
+                 "--out", out]
+        bargs += ["--cache-dir", a.cache_dir] if a.cache_dir else []
+        bargs += ["--no-progress"] if a.no_progress else []
+        t["eps0"] = _eps0(t["L"], a.V, t["activation"], t["P"])
+        try:
+            bench_samplers.main(bargs + ["--step-size", *(f"{f * t['eps0']:.6g}" for f in a.step_factors)])
+            t["report"] = results.read_json(os.path.join(out, "report.json"))
+        except SystemExit as e:  # bench_samplers refused the task (a coexistence window)
+            if e.code not in (0, None):
+                t["report"] = None
+            else:
+                raise
+        t["done"] = True
+        # the section after every task: an interrupted run leaves a consistent page (tasks to come: pending)
+        text = section(grid, a, (time.perf_counter() - t0) / 60, cmd)
+        results.atomic_write_bytes(os.path.join(a.out, "leaderboard.md"), text.encode())
+        write_section(a.doc, text)
+    print(f"leaderboard ({(time.perf_counter() - t0) / 60:.1f} min) in {a.out}/leaderboard.md and {a.doc}", flush=True)
+    return grid
 
 
 def _eps0(L, V, activation, P):
@@ -130,6 +129,10 @@ def section(tasks, a, minutes, cmd) -> str:
              "|---:|---|---|---:|---|---|---:|"]
     for t in tasks:
         rep = t["report"]
+        if not t.get("done", True):
+            lines.append(f"| {t['L']} | {t['activation']} | {t['regime']} | {t['P']} | pending: not run yet "
+                         "(the same command continues) | - | - |")
+            continue
         if rep is None:
             lines.append(f"| {t['L']} | {t['activation']} | {t['regime']} | {t['P']} | refused: the exact "
                          "chains' start families disagree (coexistence) | - | - |")
@@ -141,7 +144,7 @@ def section(tasks, a, minutes, cmd) -> str:
         lines.append(f"| {t['L']} | {t['activation']} | {t['regime']} | {t['P']} | {r['mean']:.4f} ({r['sd']:.4f}) "
                      f"| {agree} | {best} |")
     for t in tasks:
-        if t["report"] is None:
+        if t["report"] is None:  # refused or pending
             continue
         r = t["report"]["reference"]["cG"]
         lines += ["", f"#### L = {t['L']}, V = {t['V']}, {t['activation']}, P = {t['P']} ({t['regime']} the "

@@ -209,3 +209,26 @@ def test_the_leaderboard_command_rewrites_only_its_section(tmp_path):
         assert "| 4 | softmax | below |" in text and "| mala |" in text
         assert attempt == 0 or "reused" in r.stdout
     assert (tmp_path / "lb" / "leaderboard.md").read_text() in text
+
+
+def test_the_leaderboard_section_lists_pending_and_refused_tasks():
+    """The section written after each task lists the tasks still to run as pending and a
+    refused task (a coexistence window) as refused, so an interrupted run leaves a consistent
+    page."""
+    import argparse
+
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))  # the script and its bench_samplers.table
+    try:
+        import leaderboard
+
+        a = argparse.Namespace(chains=16, budget_seconds=8.0, step_factors=[1.0])
+        grid = [{"L": 16, "V": 32, "activation": "softmax", "regime": "above", "P": 2010, "eps0": 1e-3, "report": None,
+                 "done": True},
+                {"L": 32, "V": 32, "activation": "linear", "regime": "above", "P": 4000, "eps0": None, "report": None,
+                 "done": False}]
+        text = leaderboard.section(grid, a, 1.0, "python scripts/leaderboard.py")
+    finally:
+        sys.path.pop(0)
+    assert "| 16 | softmax | above | 2010 | refused" in text
+    assert "| 32 | linear | above | 4000 | pending" in text
+    assert text.startswith(leaderboard.BEGIN) and text.rstrip().endswith(leaderboard.END)

@@ -197,7 +197,7 @@ def test_causal_script_end_to_end(tmp_path):
     assert (tmp_path / "causal_map.png").stat().st_size > 0
     ex = [row["exact"] for row in out["rows"]]
     assert len(ex[0]["aG_rows"]) == 5 and set(ex[0]["by_start"]) == {"pool", "copy"}
-    assert ex[1]["mean"] > ex[0]["mean"] and "exact posterior (MALA, 4 x 300)" in r.stdout
+    assert ex[1]["mean"] > ex[0]["mean"] and "exact posterior (MALA, 4 x 300): mean a_G " in r.stdout
     assert_cli_error(run("causal.py", ["--L", "2", "--P", "10", "--out", str(tmp_path)]), "--L")
     assert_cli_error(run("causal.py", ["--P", "10", "--exact-chains", "1", "--out", str(tmp_path)]), "--exact-chains")
 
