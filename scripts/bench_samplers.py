@@ -4,10 +4,12 @@
         --samplers mala sgld mymodule:build --out runs/bench
 
 A sampler is a registry name (copyjax.bench.SAMPLERS: mala, barker, sgld, psgld, sghmc, sgnht,
-nuts, mclmc) or an import
+nuts, mclmc; the minibatch sgld_mb, psgld_mb, sghmc_mb, sgnht_mb) or an import
 path ``module:function`` to ``build(logdensity_fn, step_size) -> blackjax.SamplingAlgorithm``
 on the position {"W": (V, V), "G": (L, L)} (a module on PYTHONPATH or in the working
-directory). Without --step-size each sampler runs at 0.25, 1 and 4 times eps0 = 0.05 / lambda_W,
+directory). A minibatch sampler is ``build(logdensity_fn, grad_estimator, step_size)``:
+``grad_estimator(rng_key, position)`` is the unbiased estimate of the log posterior's gradient
+on --batch-size sequences drawn from the key (copyjax's one-hot-free estimator). Without --step-size each sampler runs at 0.25, 1 and 4 times (--step-factors) eps0 = 0.05 / lambda_W,
 lambda_W = beta P / V + V / sigma_w2 the largest curvature of -log p (in W): the step at which
 an explicit Langevin step is stable in the stiffest direction, bracketed by a factor 4 each way.
 --budget-seconds gives every sampler and step size the same sampling time instead of the same
@@ -36,12 +38,17 @@ def parser():
     ap.add_argument("--samplers", nargs="+", default=["mala", "barker", "sgld", "psgld"],
                     help="registry names or module:function import paths")
     ap.add_argument("--step-size", type=positive_float("--step-size"), nargs="+",
-                    help="step sizes (default: 0.25, 1, 4 x 0.05 / lambda_W)")
+                    help="step sizes (default: 0.25, 1, 4 x eps0 = 0.05 / lambda_W)")
+    ap.add_argument("--step-factors", type=positive_float("--step-factors"), nargs="+",
+                    help="instead of --step-size: step sizes as multiples of eps0 (default 0.25 1 4)")
     ap.add_argument("--num-steps", type=int_at_least("--num-steps", 30),
                     help="steps per run (default 6000; not with --budget-seconds)")
     ap.add_argument("--budget-seconds", type=positive_float("--budget-seconds"),
                     help="instead of --num-steps: each run takes the steps that fill this many seconds of "
                          "sampling (timed by two pilot runs per sampler and step size): an equal wall budget")
+    ap.add_argument("--batch-size", type=positive_int("--batch-size"),
+                    help="sequences per gradient estimate of the minibatch samplers (sgld_mb, ..., or a user's "
+                         "build(logdensity_fn, grad_estimator, step_size)); they need it, the others ignore it")
     ap.add_argument("--chains", type=int_at_least("--chains", 4), default=256)
     ap.add_argument("--thin", type=positive_int("--thin"), default=10)
     ap.add_argument("--ref-chains", type=int_at_least("--ref-chains", 4), default=32)
@@ -57,6 +64,8 @@ def main(argv=None):
     a = parser().parse_args(argv)
     if a.num_steps is not None and a.budget_seconds is not None:
         parser().error("--num-steps and --budget-seconds exclude each other")
+    if a.step_size is not None and a.step_factors is not None:
+        parser().error("--step-size and --step-factors exclude each other")
     if a.budget_seconds is None and a.num_steps is None:
         a.num_steps = 6000
     if a.num_steps is not None and a.num_steps // a.thin < 9:
@@ -74,6 +83,11 @@ def main(argv=None):
         specs = [bench.resolve(s) for s in a.samplers]
     except ValueError as e:
         parser().error(f"--samplers: {e}")
+    minibatch = [name for name, build in specs if bench.is_minibatch(build)]
+    if minibatch and a.batch_size is None:
+        parser().error(f"--batch-size: the minibatch samplers {', '.join(minibatch)} need one")
+    if a.batch_size is not None and a.batch_size > a.P:
+        parser().error(f"--batch-size must be in [1, P] = [1, {a.P}], got {a.batch_size}")
     task = bench.Task(a.L, a.V, a.activation, a.P, a.data_seed).checked()
     os.makedirs(os.path.join(a.out, "rows"), exist_ok=True)
     print(f"exact reference: L={a.L} V={a.V} {a.activation} P={a.P} data seed {a.data_seed} "
@@ -86,23 +100,24 @@ def main(argv=None):
         parser().error("--P: the exact chains' start families disagree here (a coexistence window); "
                        "the benchmark needs a P outside it")
     eps0 = auto_step_size(a.P, a.V, task.hyper)
-    steps = a.step_size or [0.25 * eps0, eps0, 4 * eps0]
+    steps = a.step_size or [f * eps0 for f in (a.step_factors or (0.25, 1.0, 4.0))]
     rows = []
     for name, build in specs:
         for eps in steps:
             path = os.path.join(a.out, "rows", f"{name.replace(':', '__').replace('/', '_')}_{eps:.6g}.json")
+            batch = a.batch_size if bench.is_minibatch(build) else None
             same_run = lambda row: (row["n_chains"] == a.chains and row.get("budget_seconds") == a.budget_seconds
+                                    and row.get("batch_size") == batch
                                     and (a.budget_seconds is not None or row["num_steps"] == a.num_steps))
             if os.path.exists(path) and same_run(results.read_json(path)):
                 row = results.read_json(path)
-                if row["prior_nonfinite"] == row["n_chains"]:  # rows saved before every-chain-diverged was "never"
-                    row["prior_steps_to_equilibrium"] = row["prior_seconds_to_equilibrium"] = None
                 row["agrees_with_exact"] = bench.verdict(row)  # judged again: the criteria may have changed
                 rows.append(row)
                 print(f"  {name} eps={eps:.3g}: reused", flush=True)
                 continue
             s = bench.score_sampler(ref, name, build, eps, n_chains=a.chains, num_steps=a.num_steps, thin=a.thin,
-                                    seed=a.seed, progress=not a.no_progress, budget_seconds=a.budget_seconds)
+                                    seed=a.seed, progress=not a.no_progress, budget_seconds=a.budget_seconds,
+                                    batch_size=batch)
             row = s.row() | {"budget_seconds": a.budget_seconds}
             results.write_json(path, row)
             rows.append(row)
@@ -129,7 +144,8 @@ def table(rows) -> list[str]:
     for w in rows:
         eq = w["prior_steps_to_equilibrium"]
         eq = "never" if eq is None else f"{eq} ({num(w.get('prior_seconds_to_equilibrium'), '.1f')})"
-        lines.append(f"| {w['sampler']} | {w['step_size']:.3g} | {w['num_steps']} | {w['wall_s']:.1f} | "
+        name = w["sampler"] if w.get("batch_size") is None else f"{w['sampler']} (B = {w['batch_size']})"
+        lines.append(f"| {name} | {w['step_size']:.3g} | {w['num_steps']} | {w['wall_s']:.1f} | "
                      f"{'yes' if w['agrees_with_exact'] else 'no'} | "
                      f"{w['bias']:+.4f} ({w['bias_z']:+.1f}) | {w['sd_ratio']:.3f} +- {w['sd_ratio_se']:.3f} | "
                      f"{w['w1']:.4f} | {w['loss_bias']:+.4f} ({w['loss_bias_z']:+.1f}) | "

@@ -10,14 +10,19 @@ default the whole registry) at --step-factors x eps0 with an equal wall budget p
 (--budget-seconds of sampling, compilation and tuning not counted) in OUT/L{L}_{activation}_{regime}/.
 The tables go into --doc (default docs/leaderboard.md) between the lines
 ``<!-- leaderboard:begin -->`` and ``<!-- leaderboard:end -->`` (appended if absent), and into
-OUT/leaderboard.md, rewritten after every task (tasks still to run are listed as pending).
+OUT/leaderboard.md, rewritten after every task (tasks still to run are listed as pending). The
+tasks of --doc's section that a run does not include are kept as they were, so a run of one
+task (``--L 64 --activations linear``) adds or replaces that task alone; each task's table says
+which command ran it.
 Every task resumes from its saved rows, so an interrupted run continues where it stopped; a task whose exact chains disagree between start families (inside a
 coexistence window) is listed as refused.
 """
 import argparse
 import os
+import re
 import sys
 import time
+from pathlib import Path
 
 from _cli import int_at_least, nonneg_int, positive_float
 
@@ -30,7 +35,10 @@ def parser():
     ap.add_argument("--V", type=int_at_least("--V", 2), default=32)
     ap.add_argument("--activations", nargs="+", choices=["softmax", "linear"], default=["softmax", "linear"])
     ap.add_argument("--regimes", nargs="+", choices=["below", "above"], default=["below", "above"])
-    ap.add_argument("--samplers", nargs="+", help="registry names or module:function paths (default: the registry)")
+    ap.add_argument("--samplers", nargs="+", help="registry names or module:function paths (default: the registry's "
+                    "full-batch samplers, and its minibatch ones with --batch-size)")
+    ap.add_argument("--batch-size", type=int_at_least("--batch-size", 1),
+                    help="sequences per gradient estimate of the minibatch samplers")
     ap.add_argument("--step-factors", type=positive_float("--step-factors"), nargs="+", default=[0.25, 1.0, 4.0],
                     help="step sizes as multiples of eps0 = 0.05 / lambda_W (default 0.25 1 4)")
     ap.add_argument("--budget-seconds", type=positive_float("--budget-seconds"), default=20.0,
@@ -71,17 +79,21 @@ def main(argv=None):
     import bench_samplers
     from copyjax import bench, results
 
-    samplers = a.samplers or list(bench.SAMPLERS)
+    samplers = a.samplers or [k for k in bench.SAMPLERS if a.batch_size or k in bench.FULL_BATCH]
     for s in samplers:
         try:
-            bench.resolve(s)
+            minibatch = bench.is_minibatch(bench.resolve(s)[1])
         except ValueError as e:
             parser().error(f"--samplers: {e}")
+        if minibatch and a.batch_size is None:
+            parser().error(f"--batch-size: the minibatch sampler {s} needs one")
     t0 = time.perf_counter()
     cmd = " ".join(["python scripts/leaderboard.py", *(sys.argv[1:] if argv is None else argv)])
     grid = [{"L": L, "V": a.V, "activation": act, "regime": regime, "P": regime_P(L, a.V, act, regime),
-             "eps0": None, "report": None, "done": False}
+             "eps0": None, "report": None, "done": False, "cmd": cmd, "minutes": None}
             for L in a.L for act in a.activations for regime in a.regimes]
+    # tasks of --doc's section that this run does not redo stay, as they were written
+    kept = {k: v for k, v in read_section(a.doc).items() if k not in {key(t) for t in grid}}
     for t in grid:
         out = os.path.join(a.out, f"L{t['L']}_{t['activation']}_{t['regime']}")
         print(f"== L={t['L']} V={a.V} {t['activation']} {t['regime']} the transition: P={t['P']} -> {out}",
@@ -90,66 +102,112 @@ def main(argv=None):
                  "--data-seed", str(a.data_seed), "--samplers", *samplers, "--budget-seconds",
                  str(a.budget_seconds), "--chains", str(a.chains), "--thin", str(a.thin),
                  "--ref-chains", str(a.ref_chains), "--ref-steps", str(a.ref_steps), "--seed", str(a.seed),
-                 "--out", out]
+                 "--step-factors", *(f"{f:g}" for f in a.step_factors), "--out", out]
         bargs += ["--cache-dir", a.cache_dir] if a.cache_dir else []
+        bargs += ["--batch-size", str(a.batch_size)] if a.batch_size else []
         bargs += ["--no-progress"] if a.no_progress else []
-        t["eps0"] = _eps0(t["L"], a.V, t["activation"], t["P"])
+        t1 = time.perf_counter()
         try:
-            bench_samplers.main(bargs + ["--step-size", *(f"{f * t['eps0']:.6g}" for f in a.step_factors)])
+            bench_samplers.main(bargs)
             t["report"] = results.read_json(os.path.join(out, "report.json"))
+            t["eps0"] = t["report"]["eps0"]
         except SystemExit as e:  # bench_samplers refused the task (a coexistence window)
             if e.code not in (0, None):
                 t["report"] = None
             else:
                 raise
-        t["done"] = True
+        t["done"], t["minutes"] = True, (time.perf_counter() - t1) / 60
         # the section after every task: an interrupted run leaves a consistent page (tasks to come: pending)
-        text = section(grid, a, (time.perf_counter() - t0) / 60, cmd)
-        results.atomic_write_bytes(os.path.join(a.out, "leaderboard.md"), text.encode())
+        text = section(grid, a, cmd, kept)
+        results.atomic_write_bytes(os.path.join(a.out, "leaderboard.md"), section(grid, a, cmd).encode())
         write_section(a.doc, text)
     print(f"leaderboard ({(time.perf_counter() - t0) / 60:.1f} min) in {a.out}/leaderboard.md and {a.doc}", flush=True)
     return grid
 
 
-def _eps0(L, V, activation, P):
-    from copyjax.hyper import default_hyper
-    from copyjax.point.sgld_chains import auto_step_size
-
-    return auto_step_size(P, V, default_hyper(activation, L))
+ACTIVATIONS, REGIMES = ("softmax", "linear"), ("below", "inside", "above")
 
 
-def section(tasks, a, minutes, cmd) -> str:
-    """The generated markdown: a summary line per task, then each task's table."""
+def key(t) -> tuple:
+    """A task's place in the page: (L, V, activation, regime)."""
+    return int(t["L"]), int(t["V"]), t["activation"], t["regime"]
+
+
+def _order(k):
+    L, V, act, regime = k
+    return L, V, ACTIVATIONS.index(act), REGIMES.index(regime)
+
+
+_ROW = re.compile(r"^\| (\d+) \| (\w+) \| (\w+) \| (\d+) \| ")
+_HEAD = re.compile(r"^#### L = (\d+), V = (\d+), (\w+), P = (\d+) \((\w+) the transition\)")
+
+
+def read_section(path) -> dict:
+    """The finished tasks of ``path``'s generated section: ``key -> {"row": summary line,
+    "block": the task's table with its heading}`` (pending and refused tasks have no table and
+    are not kept: a run lists them itself)."""
+    return read_section_text(Path(path).read_text() if os.path.exists(path) else "")
+
+
+def read_section_text(text) -> dict:
+    """``read_section`` of a text."""
+    if BEGIN not in text or END not in text:
+        return {}
+    body = text[text.index(BEGIN) + len(BEGIN):text.index(END)]
+    parts = re.split(r"\n(?=#### )", body)
+    blocks = {}
+    for part in parts[1:]:
+        m = _HEAD.match(part)
+        if m:
+            blocks[(int(m[1]), int(m[2]), m[3], m[5])] = part.strip("\n")
+    rows = {}
+    for line in parts[0].splitlines():
+        m = _ROW.match(line)
+        for k in blocks:
+            if m and (int(m[1]), m[2], m[3]) == (k[0], k[2], k[3]):
+                rows[k] = line
+    return {k: {"row": rows[k], "block": blocks[k]} for k in blocks if k in rows}
+
+
+def section(tasks, a, cmd, kept=None) -> str:
+    """The generated markdown: a summary line per task, then each task's table. ``kept``
+    (``read_section``'s) are earlier runs' tasks, merged in their place as they were."""
     from bench_samplers import table
 
-    lines = [BEGIN, "", f"Generated by `{cmd}` ({minutes:.1f} min for the tasks run anew; saved rows are "
-             f"reused); {a.chains} chains per run, {a.budget_seconds:g} s of sampling per run, step sizes "
-             f"{', '.join(f'{f:g}' for f in a.step_factors)} x eps0.", "",
+    kept = kept or {}
+    lines = [BEGIN, "", f"Last written by `{cmd}` ({a.chains} chains per run, {a.budget_seconds:g} s of sampling "
+             f"per run, step sizes {', '.join(f'{f:g}' for f in a.step_factors)} x eps0). Each task's table names "
+             "the command that ran it (its settings) and its minutes; tasks that command did not run are kept "
+             "from earlier runs.", "",
              "| L | activation | regime | P | exact c_G (sd) | agree (sampler @ step / eps0) | best ESS/s of those |",
              "|---:|---|---|---:|---|---|---:|"]
+    rows, blocks = {}, {}
+    for k, v in kept.items():
+        rows[k], blocks[k] = v["row"], v["block"]
     for t in tasks:
-        rep = t["report"]
+        k, rep = key(t), t["report"]
+        head = f"| {t['L']} | {t['activation']} | {t['regime']} | {t['P']} |"
         if not t.get("done", True):
-            lines.append(f"| {t['L']} | {t['activation']} | {t['regime']} | {t['P']} | pending: not run yet "
-                         "(the same command continues) | - | - |")
+            rows[k] = f"{head} pending: not run yet (the same command continues) | - | - |"
             continue
         if rep is None:
-            lines.append(f"| {t['L']} | {t['activation']} | {t['regime']} | {t['P']} | refused: the exact "
-                         "chains' start families disagree (coexistence) | - | - |")
+            rows[k] = f"{head} refused: the exact chains' start families disagree (coexistence) | - | - |"
             continue
         r = rep["reference"]["cG"]
         ok = [w for w in rep["rows"] if w["agrees_with_exact"]]
         agree = ", ".join(f"{w['sampler']} @ {w['step_size'] / t['eps0']:.3g}" for w in ok) or "none"
         best = f"{max(w['ess_per_s'] for w in ok):.1f}" if ok else "-"
-        lines.append(f"| {t['L']} | {t['activation']} | {t['regime']} | {t['P']} | {r['mean']:.4f} ({r['sd']:.4f}) "
-                     f"| {agree} | {best} |")
-    for t in tasks:
-        if t["report"] is None:  # refused or pending
-            continue
-        r = t["report"]["reference"]["cG"]
-        lines += ["", f"#### L = {t['L']}, V = {t['V']}, {t['activation']}, P = {t['P']} ({t['regime']} the "
-                  f"transition): exact c_G {r['mean']:.4f} +- {r['mcse']:.4f}, sd {r['sd']:.4f}; eps0 = "
-                  f"{t['eps0']:.3g}", ""] + table(t["report"]["rows"])
+        rows[k] = f"{head} {r['mean']:.4f} ({r['sd']:.4f}) | {agree} | {best} |"
+        minutes = "" if t.get("minutes") is None else f", {t['minutes']:.1f} min"
+        blocks[k] = "\n".join([f"#### L = {t['L']}, V = {t['V']}, {t['activation']}, P = {t['P']} ({t['regime']} the "
+                               f"transition): exact c_G {r['mean']:.4f} +- {r['mcse']:.4f}, sd {r['sd']:.4f}; eps0 = "
+                               f"{t['eps0']:.3g}", "", f"Run by `{t.get('cmd', cmd)}`{minutes}.", ""]
+                              + table(rep["rows"]))
+    order = sorted(rows, key=_order)
+    lines += [rows[k] for k in order]
+    for k in order:
+        if k in blocks:
+            lines += ["", blocks[k]]
     return "\n".join(lines + ["", END]) + "\n"
 
 
@@ -157,7 +215,7 @@ def write_section(path, text):
     """Replace the generated section of ``path`` (between BEGIN and END) by ``text``, or append it."""
     from copyjax.results import atomic_write_bytes
 
-    old = open(path).read() if os.path.exists(path) else ""
+    old = Path(path).read_text() if os.path.exists(path) else ""
     if BEGIN in old and END in old:
         new = old[:old.index(BEGIN)] + text.rstrip("\n") + old[old.index(END) + len(END):]
     else:

@@ -168,7 +168,17 @@ def test_nuts_and_mclmc_from_the_registry_sample_a_gaussian():
     assert S.grads_per_step(S.SAMPLERS["mclmc"]) == 2
 
 
-def test_an_equal_wall_budget_sets_the_steps(tmp_path):
+@pytest.fixture(scope="module")
+def small_ref(tmp_path_factory):
+    """A small exact reference (L = 4, V = 3, P = 200; 8 chains x 300 steps) for the tests
+    that need one to run on, not to check."""
+    from copyjax import bench
+
+    return bench.reference(bench.Task(4, 3, "softmax", 200, 0), n_chains=8, num_steps=300,
+                           cache_dir=str(tmp_path_factory.mktemp("small_ref")))
+
+
+def test_an_equal_wall_budget_sets_the_steps(small_ref):
     """``budget_seconds`` sets a run's steps from its timed pilots: 16 x the budget gives more
     than 4 x the steps (about 16 x: the pilots' timing noise is far below a factor 4), a
     multiple of ``thin`` and at least 9 x ``thin``; ``num_steps`` and ``budget_seconds`` together,
@@ -176,7 +186,7 @@ def test_an_equal_wall_budget_sets_the_steps(tmp_path):
     from copyjax import bench
     from copyjax.bench.score import steps_for_budget
 
-    ref = bench.reference(bench.Task(4, 3, "softmax", 200, 0), n_chains=8, num_steps=300, cache_dir=str(tmp_path))
+    ref = small_ref
     mala = bench.SAMPLERS["mala"]
     small = steps_for_budget(ref, mala, 2e-3, 0.2, n_chains=8, thin=10)
     big = steps_for_budget(ref, mala, 2e-3, 3.2, n_chains=8, thin=10)
@@ -211,10 +221,10 @@ def test_the_leaderboard_command_rewrites_only_its_section(tmp_path):
     assert (tmp_path / "lb" / "leaderboard.md").read_text() in text
 
 
-def test_the_leaderboard_section_lists_pending_and_refused_tasks():
+def test_the_leaderboard_section_lists_pending_and_refused_tasks_and_keeps_other_runs(tmp_path):
     """The section written after each task lists the tasks still to run as pending and a
     refused task (a coexistence window) as refused, so an interrupted run leaves a consistent
-    page."""
+    page; a run of other tasks keeps the page's finished tasks and replaces its own."""
     import argparse
 
     sys.path.insert(0, os.path.join(ROOT, "scripts"))  # the script and its bench_samplers.table
@@ -226,9 +236,101 @@ def test_the_leaderboard_section_lists_pending_and_refused_tasks():
                  "done": True},
                 {"L": 32, "V": 32, "activation": "linear", "regime": "above", "P": 4000, "eps0": None, "report": None,
                  "done": False}]
-        text = leaderboard.section(grid, a, 1.0, "python scripts/leaderboard.py")
+        text = leaderboard.section(grid, a, "python scripts/leaderboard.py")
+        assert "| 16 | softmax | above | 2010 | refused" in text
+        assert "| 32 | linear | above | 4000 | pending" in text
+        assert text.startswith(leaderboard.BEGIN) and text.rstrip().endswith(leaderboard.END)
+
+        # a later run of another task keeps this page's finished tasks (in (L, activation) order) and
+        # replaces its own: a finished task of the page stands for the earlier run
+        rows = [{"sampler": "mala", "step_size": 2e-3, "num_steps": 900, "wall_s": 9.0, "agrees_with_exact": True,
+                 "bias": 1e-3, "bias_z": 0.5, "sd_ratio": 1.0, "sd_ratio_se": 0.05, "w1": 2e-3, "loss_bias": 0.0,
+                 "loss_bias_z": 0.1, "rhat": 1.01, "ess_per_s": 12.5, "ess_per_grad": 0.1, "prior_bias": 0.0,
+                 "prior_bias_z": 0.2, "prior_steps_to_equilibrium": 100, "prior_seconds_to_equilibrium": 1.0}]
+        rep = {"reference": {"cG": {"mean": 0.5, "sd": 0.03, "mcse": 1e-3}}, "rows": rows}
+        done = lambda L, act, P, agree: {"L": L, "V": 32, "activation": act, "regime": "above", "P": P, "eps0": 1e-3,
+                                         "report": rep | {"rows": [rows[0] | {"agrees_with_exact": agree}]},
+                                         "done": True, "cmd": f"run {L} {act}", "minutes": 2.0}
+        page = tmp_path / "lb.md"
+        page.write_text("intro\n" + leaderboard.section([done(32, "softmax", 4447, True)], a, "first") + "tail\n")
+        kept = leaderboard.read_section(str(page))
+        assert list(kept) == [(32, 32, "softmax", "above")]
+        text = leaderboard.section([done(16, "linear", 1853, False)], a, "second", kept)
+        kept2 = leaderboard.read_section_text(text)
+        assert list(kept2) == [(16, 32, "linear", "above"), (32, 32, "softmax", "above")]
+        assert "| 16 | linear | above | 1853 | 0.5000 (0.0300) | none | - |" in text
+        assert "| 32 | softmax | above | 4447 | 0.5000 (0.0300) | mala @ 2 | 12.5 |" in text
+        assert "Run by `run 32 softmax`, 2.0 min." in text and "Run by `run 16 linear`, 2.0 min." in text
+        # the same task again replaces the kept one
+        text = leaderboard.section([done(32, "softmax", 4447, False)], a, "third", kept2)
+        assert text.count("| 32 | softmax | above |") == 1 and "| 32 | softmax | above | 4447 | 0.5000 (0.0300) | none" in text
+        assert text.count("#### L = 32, V = 32, softmax") == 1 and "#### L = 16, V = 32, linear" in text
     finally:
         sys.path.pop(0)
-    assert "| 16 | softmax | above | 2010 | refused" in text
-    assert "| 32 | linear | above | 4000 | pending" in text
-    assert text.startswith(leaderboard.BEGIN) and text.rstrip().endswith(leaderboard.END)
+
+
+def test_minibatch_samplers_get_an_unbiased_gradient_estimate(small_ref):
+    """A minibatch sampler ``build(logdensity_fn, grad_estimator, step_size)`` (three required
+    arguments) gets copyjax's estimator on ``batch_size`` sequences: its mean over 4000 keys is
+    the exact gradient within 4 standard errors of that mean in every coordinate (a missing P / B
+    scale is off by a factor P / B = 20); the scores count B / P of a gradient per step, and a
+    batch size is required of minibatch samplers and refused for full-batch ones."""
+    from copyjax import bench
+    from copyjax.bench.score import _algorithm
+
+    ref = small_ref
+    got = {}
+
+    def capture(logdensity_fn, grad_estimator, step_size):
+        got["grad"], got["logdensity"] = grad_estimator, logdensity_fn
+        return bench.SAMPLERS["sgld_mb"](logdensity_fn, grad_estimator, step_size)
+
+    assert bench.is_minibatch(capture) and not bench.is_minibatch(bench.SAMPLERS["sgld"])
+    assert set(bench.SAMPLERS) - set(bench.FULL_BATCH) == {"sgld_mb", "psgld_mb", "sghmc_mb", "sgnht_mb"}
+    _algorithm(ref, capture, 1e-3, batch_size=10)
+    pos = {"W": jax.numpy.asarray(ref.W[0]), "G": jax.numpy.asarray(ref.G[0])}
+    est = jax.vmap(lambda k: got["grad"](k, pos))(jax.random.split(jax.random.key(3), 4000))
+    exact = jax.grad(got["logdensity"])(pos)
+    for k in ("W", "G"):
+        m, se = np.mean(est[k], 0), np.std(est[k], 0) / np.sqrt(4000)
+        assert np.all(np.abs(m - exact[k]) <= 4 * se + 1e-9), (k, np.max(np.abs(m - exact[k]) / se))
+    s = bench.score_sampler(ref, "sgld_mb", bench.SAMPLERS["sgld_mb"], 5e-4, n_chains=8, num_steps=300,
+                            batch_size=10)
+    row = s.row()
+    assert row["batch_size"] == 10 and row["ess_per_grad"] == pytest.approx(row["ess_per_step"] * 200 / 10)
+    with pytest.raises(ValueError, match="needs batch_size"):
+        bench.score_sampler(ref, "sgld_mb", bench.SAMPLERS["sgld_mb"], 5e-4, n_chains=8, num_steps=300)
+    with pytest.raises(ValueError, match="full-batch"):
+        bench.score_sampler(ref, "sgld", bench.SAMPLERS["sgld"], 5e-4, n_chains=8, num_steps=300, batch_size=10)
+    with pytest.raises(ValueError, match="batch_size must be in"):
+        bench.score_sampler(ref, "sgld_mb", bench.SAMPLERS["sgld_mb"], 5e-4, n_chains=8, num_steps=300,
+                            batch_size=201)
+
+
+def test_devinterp_adapter_takes_blackjax_s_step():
+    """devinterp's SGLD through ``copyjax.bench.devinterp`` (the bench extra; skipped without it):
+    one step of 4096 chains from the same point of a Gaussian target moves them by eps grad log
+    p on average (within 4 standard errors, sqrt(2 eps / 4096) each) with variance 2 eps (within
+    4 of its standard errors, 2 eps sqrt(2 / 4096)): devinterp's lr = 2 eps (lr = eps would halve
+    both). RMSprop-SGLD runs through the same driver and carries its running mean in the state."""
+    pytest.importorskip("devinterp")
+    import jax.numpy as jnp
+
+    from copyjax.bench import devinterp as D
+    from copyjax.bench.samplers import is_minibatch
+
+    eps, n = 1e-2, 4096
+    logdensity = lambda p: -0.5 * sum(jnp.sum((p[k] - 1.0) ** 2) for k in p)
+    x0 = {"W": jnp.full((n, 2, 2), 3.0), "G": jnp.full((n, 3, 3), -1.0)}
+    grad = {"W": -2.0, "G": 2.0}  # grad log p = 1 - x
+    alg = D.sgld(logdensity, eps)
+    state, _ = jax.vmap(alg.step)(jax.random.split(jax.random.key(0), n), jax.vmap(alg.init)(x0))
+    for k in grad:
+        d = np.asarray(state.position[k] - x0[k]).ravel()
+        assert abs(d.mean() - eps * grad[k]) < 4 * np.sqrt(2 * eps / d.size), (k, d.mean())
+        assert abs(d.var() / (2 * eps) - 1) < 4 * np.sqrt(2 / d.size), (k, d.var())
+    alg = D.rmsprop_sgld(logdensity, eps)
+    state, _ = jax.vmap(alg.step)(jax.random.split(jax.random.key(1), 8), jax.vmap(alg.init)(
+        jax.tree.map(lambda x: x[:8], x0)))
+    assert np.allclose(state.square_avg["W"], 0.01 * 4.0) and np.allclose(state.square_avg["G"], 0.01 * 4.0)
+    assert is_minibatch(D.sgld_mb) and is_minibatch(D.rmsprop_sgld_mb) and not is_minibatch(D.sgld)

@@ -1,6 +1,7 @@
 """Samplers the benchmark scores: anything blackjax-shaped.
 
-A sampler is a factory ``build(logdensity_fn, step_size) -> blackjax.SamplingAlgorithm`` on
+A sampler is a factory ``build(logdensity_fn, step_size) -> blackjax.SamplingAlgorithm`` (or,
+for a minibatch sampler, ``build(logdensity_fn, grad_estimator, step_size)``: below) on
 the position pytree ``{"W": (V, V), "G": (L, L)}``: ``init(position)`` (or
 ``init(position, rng_key)``) and ``step(rng_key, state) -> (state, info)``. ``logdensity_fn``
 is the exact log posterior log p(W, G | data) (full batch, through the statistics);
@@ -14,6 +15,7 @@ whose gradient count varies per step reports it as a float ``num_grads`` in its 
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import NamedTuple
 
 import blackjax
@@ -59,6 +61,18 @@ class PositionState(NamedTuple):
     position: dict
 
 
+def _sghmc(grad, step_size, num_integration_steps: int = 10, alpha: float = 0.01):
+    """blackjax's SGHMC on ``grad(rng_key, position)`` (the key draws a minibatch, or is ignored)."""
+    alg = blackjax.sghmc(lambda p, key: grad(key, p), num_integration_steps, alpha)
+    h = jnp.sqrt(2.0 * step_size)
+
+    def step(key, state):
+        k_step, k_batch = jax.random.split(key)
+        return PositionState(alg.step(k_step, state.position, k_batch, h)), ()
+
+    return SamplingAlgorithm(lambda position, rng_key=None: PositionState(alg.init(position)), step)
+
+
 def sghmc(logdensity_fn, step_size, num_integration_steps: int = 10, alpha: float = 0.01):
     """blackjax's SGHMC (``blackjax.sghmc``, full-batch gradient): each step draws a fresh
     momentum and takes ``num_integration_steps`` Euler steps of the underdamped Langevin
@@ -67,13 +81,22 @@ def sghmc(logdensity_fn, step_size, num_integration_steps: int = 10, alpha: floa
     it on the other samplers' step axis; it costs ``num_integration_steps`` gradients per
     step (``grads_per_step``)."""
     grad = jax.grad(logdensity_fn)
-    alg = blackjax.sghmc(lambda p, _: grad(p), num_integration_steps, alpha)
-    h = jnp.sqrt(2.0 * step_size)
-    return SamplingAlgorithm(lambda position, rng_key=None: PositionState(alg.init(position)),
-                             lambda key, state: (PositionState(alg.step(key, state.position, None, h)), ()))
+    return _sghmc(lambda key, p: grad(p), step_size, num_integration_steps, alpha)
 
 
 sghmc.grads_per_step = 10
+
+
+def _sgnht(grad, step_size, alpha: float = 0.01):
+    """blackjax's SGNHT on ``grad(rng_key, position)``."""
+    alg = blackjax.sgnht(lambda p, key: grad(key, p), alpha)
+    h = jnp.sqrt(2.0 * step_size)
+
+    def step(key, state):
+        k_step, k_batch = jax.random.split(key)
+        return alg.step(k_step, state, k_batch, h), ()
+
+    return SamplingAlgorithm(lambda position, rng_key: alg.init(position, rng_key), step)
 
 
 def sgnht(logdensity_fn, step_size, alpha: float = 0.01):
@@ -81,10 +104,49 @@ def sgnht(logdensity_fn, step_size, alpha: float = 0.01):
     Nose-Hoover thermostat xi (started at ``alpha``) adapting the friction; momentum and xi are
     carried across steps, one gradient per step, time step h = sqrt(2 eps) as for SGHMC."""
     grad = jax.grad(logdensity_fn)
-    alg = blackjax.sgnht(lambda p, _: grad(p), alpha)
-    h = jnp.sqrt(2.0 * step_size)
-    return SamplingAlgorithm(lambda position, rng_key: alg.init(position, rng_key),
-                             lambda key, state: (alg.step(key, state, None, h), ()))
+    return _sgnht(lambda key, p: grad(p), step_size, alpha)
+
+
+# Minibatch samplers: ``build(logdensity_fn, grad_estimator, step_size)``, three required
+# arguments. ``grad_estimator(rng_key, position)`` is the unbiased minibatch estimate of the
+# log posterior's gradient, grad [log prior + P/B sum_b log p(y_b | x_b)], on B sequences drawn
+# with replacement from the key (copyjax's one-hot-free ``minibatch.batch_loglik``); a step
+# costs B / P of a full-data gradient per ``grads_per_step``. ``logdensity_fn`` is the exact
+# log posterior, for a sampler that wants it (a Metropolis test; none of these does).
+
+def sgld_mb(logdensity_fn, grad_estimator, step_size):
+    """SGLD on minibatch gradients (copyjax's blackjax kernel; ``sgld`` with the estimator)."""
+    return _samplers.sgld_from_grad(grad_estimator, step_size)
+
+
+def psgld_mb(logdensity_fn, grad_estimator, step_size):
+    """pSGLD on minibatch gradients (``psgld``'s preconditioner, frozen after 500 steps)."""
+    return _samplers.psgld_from_grad(grad_estimator, step_size, adapt_steps=500)
+
+
+def sghmc_mb(logdensity_fn, grad_estimator, step_size):
+    """blackjax's SGHMC on minibatch gradients (one minibatch for a step's 10 integration
+    steps, as blackjax's ``sghmc.step`` takes one)."""
+    return _sghmc(grad_estimator, step_size)
+
+
+sghmc_mb.grads_per_step = 10
+
+
+def sgnht_mb(logdensity_fn, grad_estimator, step_size):
+    """blackjax's SGNHT on minibatch gradients."""
+    return _sgnht(grad_estimator, step_size)
+
+
+def is_minibatch(build) -> bool:
+    """Whether ``build`` is a minibatch sampler: three required positional arguments
+    ``(logdensity_fn, grad_estimator, step_size)`` against the full-batch samplers' two."""
+    try:
+        params = inspect.signature(build).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return sum(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+               for p in params) == 3
 
 
 class GradInfo(NamedTuple):
@@ -170,9 +232,12 @@ def grads_per_step(build, info: dict | None = None) -> float:
     return float(getattr(build, "grads_per_step", 1))
 
 
-# the registry: name -> build(logdensity_fn, step_size)
+# the registry: name -> build(logdensity_fn, step_size), or build(logdensity_fn, grad_estimator,
+# step_size) for the minibatch samplers (names ending in _mb)
 SAMPLERS = {"mala": mala, "barker": barker, "sgld": sgld, "psgld": psgld, "sghmc": sghmc, "sgnht": sgnht,
-            "nuts": nuts, "mclmc": mclmc}
+            "nuts": nuts, "mclmc": mclmc, "sgld_mb": sgld_mb, "psgld_mb": psgld_mb, "sghmc_mb": sghmc_mb,
+            "sgnht_mb": sgnht_mb}
+FULL_BATCH = tuple(k for k, v in SAMPLERS.items() if not is_minibatch(v))
 
 
 def resolve(spec: str):
@@ -193,5 +258,6 @@ def resolve(spec: str):
     return spec, SAMPLERS[spec]
 
 
-__all__ = ["barker", "GradInfo", "grads_per_step", "mala", "mclmc", "MCLMCState", "nuts", "PositionState", "psgld", "resolve",
-           "SAMPLERS", "sghmc", "sgld", "sgnht"]
+__all__ = ["barker", "FULL_BATCH", "GradInfo", "grads_per_step", "is_minibatch", "mala", "mclmc", "MCLMCState", "nuts",
+           "PositionState", "psgld", "psgld_mb", "resolve", "SAMPLERS", "sghmc", "sghmc_mb", "sgld", "sgld_mb", "sgnht",
+           "sgnht_mb"]

@@ -34,9 +34,11 @@ from scipy import stats as sps
 
 from copyjax import chains
 from copyjax._checks import check_size
-from copyjax.bench.samplers import grads_per_step
+from copyjax.bench.samplers import grads_per_step, is_minibatch
 from copyjax.bench.task import Reference
+from copyjax.minibatch import check_batch_size
 from copyjax.network import Params, init_params, logdensity_from_stats, observables
+from copyjax.samplers import network_grad_estimator
 
 Z_MAX = 4.0  # bias and sd tolerances, in standard errors
 RHAT_MAX = 1.1
@@ -79,22 +81,46 @@ def _positions(ref: Reference, start: str, n: int, key):
     return {"W": p.W, "G": p.G}
 
 
-def _algorithm(ref: Reference, build, step_size: float):
+def _algorithm(ref: Reference, build, step_size: float, batch_size: int | None = None):
     """``(algorithm, observe)`` of ``build`` on ``ref``'s task: the sampler on the exact log
-    posterior, and the observed scalars (c_G and the loss) of a position."""
+    posterior (a minibatch sampler also gets ``grad_estimator(rng_key, position)`` on
+    ``batch_size`` sequences), and the observed scalars (c_G and the loss) of a position."""
     t = ref.task
     stats, h = t.stats(), t.hyper
     logdensity = lambda pos: logdensity_from_stats(Params(pos["W"], pos["G"]), stats, h, t.activation)
     observe = lambda pos: {k: v for k, v in observables(Params(pos["W"], pos["G"]), stats, h, t.activation).items()
                            if k in ("cG", "loss")}
-    return build(logdensity, step_size), observe
+    if not is_minibatch(build):
+        return build(logdensity, step_size), observe
+    est, draw = network_grad_estimator(stats, h, t.activation, t.tokens(), _batch_size(build, batch_size, t.P))
+
+    def grad_estimator(key, pos):
+        g = est(Params(pos["W"], pos["G"]), draw(key))
+        return {"W": g.W, "G": g.G}
+
+    return build(logdensity, grad_estimator, step_size), observe
+
+
+def _batch_size(build, batch_size, P: int) -> int | None:
+    """The minibatch size of ``build``'s runs: ``batch_size`` (in [1, P]) for a minibatch
+    sampler, None for a full-batch one (which refuses a batch size rather than ignore it)."""
+    if is_minibatch(build):
+        if batch_size is None:
+            raise ValueError("a minibatch sampler (build(logdensity_fn, grad_estimator, step_size)) needs "
+                             "batch_size, in [1, P]")
+        return check_batch_size(batch_size, P)
+    if batch_size is not None:
+        raise ValueError(f"batch_size is for minibatch samplers only; this one takes full-batch gradients, "
+                         f"got batch_size={batch_size}")
+    return None
 
 
 def run(ref: Reference, build, step_size: float, *, start: str, n_chains: int, num_steps: int, thin: int,
-        key, progress: bool = False):
-    """``(chains.Samples, wall seconds)``: ``build(logdensity_fn, step_size)`` run from
-    ``start`` ("exact" or "prior"), observing c_G and the loss every ``thin`` steps from step 0."""
-    alg, observe = _algorithm(ref, build, step_size)
+        key, progress: bool = False, batch_size: int | None = None):
+    """``(chains.Samples, wall seconds)``: ``build(logdensity_fn, step_size)`` (a minibatch
+    sampler: ``build(logdensity_fn, grad_estimator, step_size)`` on ``batch_size`` sequences) run
+    from ``start`` ("exact" or "prior"), observing c_G and the loss every ``thin`` steps from step 0."""
+    alg, observe = _algorithm(ref, build, step_size, batch_size)
     init = _positions(ref, start, n_chains, jax.random.fold_in(key, 1))
     t0 = time.perf_counter()
     s = chains.run_algorithm(jax.random.fold_in(key, 2), alg, init, observe,
@@ -146,12 +172,13 @@ class Scores:
     stationary: RunScores
     relaxation: RunScores
     agrees_with_exact: bool
+    batch_size: int | None = None  # minibatch samplers: sequences per gradient estimate
 
     def row(self) -> dict:
         """The flat row of ``report.json``: the stationary scores at the top level (``bias_z``,
         ``sd_ratio``, ...), the relaxation run's under ``prior_``."""
         d = {"sampler": self.sampler, "step_size": self.step_size, "n_chains": self.n_chains,
-             "num_steps": self.num_steps, "agrees_with_exact": self.agrees_with_exact}
+             "num_steps": self.num_steps, "batch_size": self.batch_size, "agrees_with_exact": self.agrees_with_exact}
         d |= {k: v for k, v in asdict(self.stationary).items() if k not in ("start", "steps_to_equilibrium")}
         d |= {f"prior_{k}": v for k, v in asdict(self.relaxation).items() if k != "start"}
         eq = self.relaxation.steps_to_equilibrium
@@ -161,7 +188,7 @@ class Scores:
 
 
 def steps_for_budget(ref: Reference, build, step_size: float, budget_seconds: float, *, n_chains: int,
-                     thin: int = 10, seed: int = 0) -> int:
+                     thin: int = 10, seed: int = 0, batch_size: int | None = None) -> int:
     """Steps of ``build`` at ``step_size`` (``n_chains`` chains) that fill ``budget_seconds`` of
     sampling: a multiple of ``thin``, at least 9 x ``thin``. Pilots from exact starts on one
     compiled program (the same chunks of ``thin`` steps): after a first run that compiles, a
@@ -172,7 +199,7 @@ def steps_for_budget(ref: Reference, build, step_size: float, budget_seconds: fl
     if not (np.isfinite(budget_seconds) and budget_seconds > 0):
         raise ValueError(f"budget_seconds must be a finite number > 0, got {budget_seconds}")
     thin = check_size("thin", thin, 1)
-    alg, observe = _algorithm(ref, build, float(step_size))
+    alg, observe = _algorithm(ref, build, float(step_size), batch_size)
     key = jax.random.fold_in(jax.random.key(seed), 7)
     init = _positions(ref, "exact", n_chains, key)
     pilot = lambda n: chains.run_algorithm(key, alg, init, observe, schedule=chains.Schedule(n * thin, 0, thin))
@@ -197,10 +224,12 @@ def steps_for_budget(ref: Reference, build, step_size: float, budget_seconds: fl
 
 def score_sampler(ref: Reference, name: str, build, step_size: float, *, n_chains: int = 256,
                   num_steps: int | None = 6000, thin: int = 10, seed: int = 0, progress: bool = False,
-                  budget_seconds: float | None = None) -> Scores:
+                  budget_seconds: float | None = None, batch_size: int | None = None) -> Scores:
     """Both runs of ``build`` at ``step_size`` and their scores against ``ref``; with
     ``budget_seconds`` (and ``num_steps=None``) each run takes the steps that fill that much
-    sampling time (``steps_for_budget``): an equal wall budget for every sampler."""
+    sampling time (``steps_for_budget``): an equal wall budget for every sampler. A minibatch
+    sampler (``samplers.is_minibatch``) needs ``batch_size`` (in [1, P]); its gradients count
+    B / P of a full-data gradient in ESS per gradient."""
     if ref.branches_disagree:
         raise ValueError("the reference's start families disagree (a coexistence window): its pooled draws are "
                          "not the posterior; pick a P outside the window")
@@ -208,10 +237,12 @@ def score_sampler(ref: Reference, name: str, build, step_size: float, *, n_chain
         raise ValueError(f"step_size must be a finite number > 0, got {step_size}")
     n_chains = check_size("n_chains", n_chains, 4)
     thin = check_size("thin", thin, 1)
+    batch_size = _batch_size(build, batch_size, ref.task.P)
     if (num_steps is None) == (budget_seconds is None):
         raise ValueError(f"give one of num_steps and budget_seconds, got {num_steps} and {budget_seconds}")
     if budget_seconds is not None:
-        num_steps = steps_for_budget(ref, build, step_size, budget_seconds, n_chains=n_chains, thin=thin, seed=seed)
+        num_steps = steps_for_budget(ref, build, step_size, budget_seconds, n_chains=n_chains, thin=thin, seed=seed,
+                                     batch_size=batch_size)
     num_steps = check_size("num_steps", num_steps, 30)
     if num_steps // thin < 9:
         raise ValueError(f"num_steps / thin must be >= 9 (three thirds of three draws), got {num_steps} / {thin}")
@@ -219,13 +250,14 @@ def score_sampler(ref: Reference, name: str, build, step_size: float, *, n_chain
     out = {}
     for i, start in enumerate(("exact", "prior")):
         s, wall = run(ref, build, float(step_size), start=start, n_chains=n_chains, num_steps=num_steps, thin=thin,
-                      key=jax.random.fold_in(key, i), progress=progress)
+                      key=jax.random.fold_in(key, i), progress=progress, batch_size=batch_size)
         x, loss = np.asarray(s.draws["cG"], float), np.asarray(s.draws["loss"], float)
         burn = x.shape[1] // 3
         eq = steps_to_equilibrium(x, ref, thin) if start == "prior" else None
         out[start] = _score(start, x[:, burn:], loss[:, burn:], ref, wall, num_steps,
-                            int(np.asarray(s.nonfinite).sum()), eq, grads_per_step(build, s.info))
-    sc = Scores(name, float(step_size), n_chains, num_steps, out["exact"], out["prior"], False)
+                            int(np.asarray(s.nonfinite).sum()), eq,
+                            grads_per_step(build, s.info) * (1.0 if batch_size is None else batch_size / ref.task.P))
+    sc = Scores(name, float(step_size), n_chains, num_steps, out["exact"], out["prior"], False, batch_size)
     return dataclasses.replace(sc, agrees_with_exact=verdict(sc.row()))
 
 
