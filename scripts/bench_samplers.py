@@ -101,7 +101,7 @@ def main(argv=None):
                        "the benchmark needs a P outside it")
     eps0 = auto_step_size(a.P, a.V, task.hyper)
     steps = a.step_size or [f * eps0 for f in (a.step_factors or (0.25, 1.0, 4.0))]
-    rows = []
+    rows, reused = [], 0
     for name, build in specs:
         for eps in steps:
             path = os.path.join(a.out, "rows", f"{name.replace(':', '__').replace('/', '_')}_{eps:.6g}.json")
@@ -113,6 +113,7 @@ def main(argv=None):
                 row = results.read_json(path)
                 row["agrees_with_exact"] = bench.verdict(row)  # judged again: the criteria may have changed
                 rows.append(row)
+                reused += 1
                 print(f"  {name} eps={eps:.3g}: reused", flush=True)
                 continue
             s = bench.score_sampler(ref, name, build, eps, n_chains=a.chains, num_steps=a.num_steps, thin=a.thin,
@@ -120,6 +121,10 @@ def main(argv=None):
                                     batch_size=batch)
             row = s.row() | {"budget_seconds": a.budget_seconds}
             results.write_json(path, row)
+            # drop this row's compiled programs (no later row reuses them): a long run otherwise
+            # accumulates them until LLVM cannot map code for the next one (the leaderboard died
+            # so twice, "Cannot allocate memory" with 20 GB free: the process's memory maps)
+            jax.clear_caches()
             rows.append(row)
             print(f"  {name} eps={eps:.3g}: {'agrees' if row['agrees_with_exact'] else 'DISAGREES'} "
                   f"(bias_z {row['bias_z']:+.1f}, sd ratio {row['sd_ratio']:.3f}, R-hat {row['rhat']:.3f}, "
@@ -128,7 +133,7 @@ def main(argv=None):
     results.write_json(os.path.join(a.out, "report.json"), {
         "task": task._asdict(), "reference": {"cG": r.to_json(), "loss": ref.summary_loss.to_json(),
                                               "quantiles": ref.quantiles()},
-        "eps0": eps0, "rows": rows})
+        "eps0": eps0, "rows": rows, "reused_rows": reused})
     write_markdown(os.path.join(a.out, "report.md"), task, ref, rows)
     plot(os.path.join(a.out, "bias_vs_step.png"), rows)
     print(f"report.json, report.md, bias_vs_step.png in {a.out}", flush=True)

@@ -92,8 +92,6 @@ def main(argv=None):
     grid = [{"L": L, "V": a.V, "activation": act, "regime": regime, "P": regime_P(L, a.V, act, regime),
              "eps0": None, "report": None, "done": False, "cmd": cmd, "minutes": None}
             for L in a.L for act in a.activations for regime in a.regimes]
-    # tasks of --doc's section that this run does not redo stay, as they were written
-    kept = {k: v for k, v in read_section(a.doc).items() if k not in {key(t) for t in grid}}
     for t in grid:
         out = os.path.join(a.out, f"L{t['L']}_{t['activation']}_{t['regime']}")
         print(f"== L={t['L']} V={a.V} {t['activation']} {t['regime']} the transition: P={t['P']} -> {out}",
@@ -118,6 +116,8 @@ def main(argv=None):
                 raise
         t["done"], t["minutes"] = True, (time.perf_counter() - t1) / 60
         # the section after every task: an interrupted run leaves a consistent page (tasks to come: pending)
+        # tasks of --doc's section that this run does not redo stay as they are written there now
+        kept = {k: v for k, v in read_section(a.doc).items() if k not in {key(u) for u in grid}}
         text = section(grid, a, cmd, kept)
         results.atomic_write_bytes(os.path.join(a.out, "leaderboard.md"), section(grid, a, cmd).encode())
         write_section(a.doc, text)
@@ -199,6 +199,8 @@ def section(tasks, a, cmd, kept=None) -> str:
         best = f"{max(w['ess_per_s'] for w in ok):.1f}" if ok else "-"
         rows[k] = f"{head} {r['mean']:.4f} ({r['sd']:.4f}) | {agree} | {best} |"
         minutes = "" if t.get("minutes") is None else f", {t['minutes']:.1f} min"
+        if rep.get("reused_rows"):
+            minutes += f" ({rep['reused_rows']} of {len(rep['rows'])} rows reused from an earlier run of it)"
         blocks[k] = "\n".join([f"#### L = {t['L']}, V = {t['V']}, {t['activation']}, P = {t['P']} ({t['regime']} the "
                                f"transition): exact c_G {r['mean']:.4f} +- {r['mcse']:.4f}, sd {r['sd']:.4f}; eps0 = "
                                f"{t['eps0']:.3g}", "", f"Run by `{t.get('cmd', cmd)}`{minutes}.", ""]
