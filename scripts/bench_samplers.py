@@ -20,6 +20,13 @@ step size: agrees_with_exact, bias_z, sd_ratio, w1, ks, ... and prior_* for the 
 starts), DIR/report.md (a table) and DIR/bias_vs_step.png (bias and time to equilibrium against step size); each row is saved as it finishes
 (DIR/rows/), so an interrupted run resumes. The exact reference is cached in
 ~/.cache/copyjax/bench (--cache-dir).
+
+Inside a softmax coexistence window (the exact chains' start families disagree), or anywhere
+with --phase-weights, the reference is the mixture of the pooling and copy phases: weights
+from the free energy (umbrella sampling + MBAR, --phase-steps x --phase-chains per window),
+each phase's statistics from the exact draws on its side; the rows add the copy weight from
+exact and from prior starts against the free energy's (part of the verdict), the phase
+changes, and agrees_within_phases (each phase right where the sampler visits it).
 """
 import argparse
 import os
@@ -53,6 +60,14 @@ def parser():
     ap.add_argument("--thin", type=positive_int("--thin"), default=10)
     ap.add_argument("--ref-chains", type=int_at_least("--ref-chains", 4), default=32)
     ap.add_argument("--ref-steps", type=int_at_least("--ref-steps", 30), default=1500)
+    ap.add_argument("--phase-weights", action="store_true",
+                    help="softmax: score against the two-phase reference (phase weights from the free energy, "
+                         "copyjax.bench.phases) even where the exact chains' start families agree; it is used "
+                         "anyway where they disagree (a coexistence window)")
+    ap.add_argument("--phase-steps", type=int_at_least("--phase-steps", 30), default=900,
+                    help="umbrella steps per window of the phase weights (default 900)")
+    ap.add_argument("--phase-chains", type=positive_int("--phase-chains"), default=1,
+                    help="umbrella chains per window of the phase weights (default 1)")
     ap.add_argument("--seed", type=nonneg_int("--seed"), default=0)
     ap.add_argument("--cache-dir", help="where exact references are cached (default ~/.cache/copyjax/bench)")
     ap.add_argument("--out", default="runs/bench")
@@ -92,13 +107,20 @@ def main(argv=None):
     os.makedirs(os.path.join(a.out, "rows"), exist_ok=True)
     print(f"exact reference: L={a.L} V={a.V} {a.activation} P={a.P} data seed {a.data_seed} "
           f"({a.ref_chains} chains x {a.ref_steps} steps, cached)", flush=True)
+    if a.phase_weights and a.activation != "softmax":
+        parser().error("--phase-weights: softmax only (linear attention has no coexistence window)")
     ref = bench.reference(task, n_chains=a.ref_chains, num_steps=a.ref_steps, cache_dir=a.cache_dir,
-                          progress=not a.no_progress)
+                          progress=not a.no_progress, phases=True if a.phase_weights else None,
+                          phase_steps=a.phase_steps, phase_chains=a.phase_chains)
     r = ref.summary_cG
     print(f"  c_G: mean {r.mean:.4f} +- {r.mcse:.4f}, sd {r.sd:.4f} (R-hat {r.rhat:.3f}, ESS {r.ess:.0f})", flush=True)
-    if ref.branches_disagree:
-        parser().error("--P: the exact chains' start families disagree here (a coexistence window); "
-                       "the benchmark needs a P outside it")
+    if ref.phases is not None:
+        ph = ref.phases
+        print(f"  two phases (free energy): copy weight {ph.weights[1]:.3f} +- {ph.weights_sd[1]:.3f}; c_G "
+              f"{ph.cG[0].mean:.4f} (pooling) / {ph.cG[1].mean:.4f} (copy)", flush=True)
+    elif ref.branches_disagree:
+        parser().error("--P: the exact chains' start families disagree here (a coexistence window) and the "
+                       "reference has no phase weights (linear attention?)")
     eps0 = auto_step_size(a.P, a.V, task.hyper)
     steps = a.step_size or [f * eps0 for f in (a.step_factors or (0.25, 1.0, 4.0))]
     rows, reused = [], 0
@@ -108,10 +130,12 @@ def main(argv=None):
             batch = a.batch_size if bench.is_minibatch(build) else None
             same_run = lambda row: (row["n_chains"] == a.chains and row.get("budget_seconds") == a.budget_seconds
                                     and row.get("batch_size") == batch
+                                    and bool(row.get("two_phase")) == (ref.phases is not None)
                                     and (a.budget_seconds is not None or row["num_steps"] == a.num_steps))
             if os.path.exists(path) and same_run(results.read_json(path)):
                 row = results.read_json(path)
                 row["agrees_with_exact"] = bench.verdict(row)  # judged again: the criteria may have changed
+                row["agrees_within_phases"] = bench.score.within_phases(row)
                 rows.append(row)
                 reused += 1
                 print(f"  {name} eps={eps:.3g}: reused", flush=True)
@@ -129,10 +153,14 @@ def main(argv=None):
             print(f"  {name} eps={eps:.3g}: {'agrees' if row['agrees_with_exact'] else 'DISAGREES'} "
                   f"(bias_z {row['bias_z']:+.1f}, sd ratio {row['sd_ratio']:.3f}, R-hat {row['rhat']:.3f}, "
                   f"from prior: bias_z {row['prior_bias_z']:+.1f}, equilibrium at step "
-                  f"{row['prior_steps_to_equilibrium']})", flush=True)
+                  f"{row['prior_steps_to_equilibrium']})"
+                  + ("" if ref.phases is None else
+                     f"; copy weight {row['phase_weight']:.2f} / from prior {row['prior_phase_weight']:.2f}, "
+                     f"{'right' if row['agrees_within_phases'] else 'WRONG'} within phases"), flush=True)
     results.write_json(os.path.join(a.out, "report.json"), {
         "task": task._asdict(), "reference": {"cG": r.to_json(), "loss": ref.summary_loss.to_json(),
-                                              "quantiles": ref.quantiles()},
+                                              "quantiles": ref.quantiles(),
+                                              "phases": None if ref.phases is None else ref.phases.to_json()},
         "eps0": eps0, "rows": rows, "reused_rows": reused})
     write_markdown(os.path.join(a.out, "report.md"), task, ref, rows)
     plot(os.path.join(a.out, "bias_vs_step.png"), rows)
@@ -141,11 +169,16 @@ def main(argv=None):
 
 
 def table(rows) -> list[str]:
-    """The markdown table of ``report.json`` rows (also ``scripts/leaderboard.py``'s)."""
+    """The markdown table of ``report.json`` rows (also ``scripts/leaderboard.py``'s); two-phase
+    rows add the copy weight (z against the free energy's) from exact and from prior starts,
+    the phase changes of both runs, and whether each phase is right (per-phase bias z of c_G
+    and of the loss, the largest)."""
     num = lambda v, f: "-" if v is None else format(v, f)
+    two = any(w.get("two_phase") for w in rows)
     lines = ["| sampler | step | steps | wall s | agrees | bias (z) | sd ratio | W1 | loss bias (z) | R-hat | ESS/s | "
-             "ESS/grad | from prior: bias (z) | to equilibrium: steps (s) |",
-             "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "ESS/grad | from prior: bias (z) | to equilibrium: steps (s) |"
+             + (" copy weight (z) | from prior (z) | crossings | within phases: max z |" if two else ""),
+             "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|---|" if two else "")]
     for w in rows:
         eq = w["prior_steps_to_equilibrium"]
         eq = "never" if eq is None else f"{eq} ({num(w.get('prior_seconds_to_equilibrium'), '.1f')})"
@@ -155,8 +188,19 @@ def table(rows) -> list[str]:
                      f"{w['bias']:+.4f} ({w['bias_z']:+.1f}) | {w['sd_ratio']:.3f} +- {w['sd_ratio_se']:.3f} | "
                      f"{w['w1']:.4f} | {w['loss_bias']:+.4f} ({w['loss_bias_z']:+.1f}) | "
                      f"{w['rhat']:.3f} | {w['ess_per_s']:.1f} | {num(w.get('ess_per_grad'), '.3f')} | "
-                     f"{w['prior_bias']:+.4f} ({w['prior_bias_z']:+.1f}) | {eq} |")
+                     f"{w['prior_bias']:+.4f} ({w['prior_bias_z']:+.1f}) | {eq} |" + (_phase_cells(w) if two else ""))
     return lines
+
+
+def _phase_cells(w) -> str:
+    import math
+
+    z = [w.get(f"{k}_{side}", float("nan")) for k in ("bias_z", "loss_bias_z") for side in ("pooling", "copy")]
+    worst = "-" if any(map(math.isnan, z)) else f"{max(map(abs, z)):.1f}"
+    right = "yes" if w.get("agrees_within_phases") else "no"
+    return (f" {w['phase_weight']:.2f} ({w['phase_weight_z']:+.1f}) | {w['prior_phase_weight']:.2f} "
+            f"({w['prior_phase_weight_z']:+.1f}) | {w['phase_crossings']} / {w['prior_phase_crossings']} | "
+            f"{right} ({worst}) |")
 
 
 def write_markdown(path, task, ref, rows):
@@ -164,7 +208,14 @@ def write_markdown(path, task, ref, rows):
 
     r = ref.summary_cG
     lines = [f"# Samplers against the exact posterior: L = {task.L}, V = {task.V}, {task.activation}, P = {task.P}",
-             "", f"Exact c_G: mean {r.mean:.4f} +- {r.mcse:.4f}, sd {r.sd:.4f}.", ""] + table(rows)
+             "", f"Exact c_G: mean {r.mean:.4f} +- {r.mcse:.4f}, sd {r.sd:.4f}."]
+    if ref.phases is not None:
+        ph = ref.phases
+        lines += ["", f"Two phases (the divide a_G = {ph.divide:.3f}): copy weight {ph.weights[1]:.3f} +- "
+                  f"{ph.weights_sd[1]:.3f} (free energy, MBAR); c_G {ph.cG[0].mean:.4f} (sd {ph.cG[0].sd:.4f}) "
+                  f"in the pooling phase, {ph.cG[1].mean:.4f} (sd {ph.cG[1].sd:.4f}) in the copy phase; the exact "
+                  "c_G above is their mixture."]
+    lines += [""] + table(rows)
     atomic_write_bytes(path, ("\n".join(lines) + "\n").encode())
 
 

@@ -5,7 +5,9 @@
 For each L (--L), activation (--activations) and regime (--regimes: ``below`` at half the
 reduced theory's lower edge of the transition, ``above`` at 1.5 times its upper edge; softmax:
 the MAP form's spinodals, or its steepest point where it has no two minima; linear: the onset
-P_1 and the crossover P_x), ``scripts/bench_samplers.py`` scores every sampler (--samplers,
+P_1 and the crossover P_x; ``inside``, softmax only, at the posterior form's equal-mass P*,
+scored against the two-phase reference: phase weights from the free energy, --phase-steps x
+--phase-chains umbrella steps per window), ``scripts/bench_samplers.py`` scores every sampler (--samplers,
 default the whole registry) at --step-factors x eps0 with an equal wall budget per run
 (--budget-seconds of sampling, compilation and tuning not counted) in OUT/L{L}_{activation}_{regime}/.
 The tables go into --doc (default docs/leaderboard.md) between the lines
@@ -14,8 +16,8 @@ OUT/leaderboard.md, rewritten after every task (tasks still to run are listed as
 tasks of --doc's section that a run does not include are kept as they were, so a run of one
 task (``--L 64 --activations linear``) adds or replaces that task alone; each task's table says
 which command ran it.
-Every task resumes from its saved rows, so an interrupted run continues where it stopped; a task whose exact chains disagree between start families (inside a
-coexistence window) is listed as refused.
+Every task resumes from its saved rows, so an interrupted run continues where it stopped.
+Linear attention has no ``inside`` task (its transition is continuous: no coexistence window).
 """
 import argparse
 import os
@@ -34,7 +36,7 @@ def parser():
     ap.add_argument("--L", type=int_at_least("--L", 2), nargs="+", default=[16, 32, 64])
     ap.add_argument("--V", type=int_at_least("--V", 2), default=32)
     ap.add_argument("--activations", nargs="+", choices=["softmax", "linear"], default=["softmax", "linear"])
-    ap.add_argument("--regimes", nargs="+", choices=["below", "above"], default=["below", "above"])
+    ap.add_argument("--regimes", nargs="+", choices=["below", "inside", "above"], default=["below", "inside", "above"])
     ap.add_argument("--samplers", nargs="+", help="registry names or module:function paths (default: the registry's "
                     "full-batch samplers, and its minibatch ones with --batch-size)")
     ap.add_argument("--batch-size", type=int_at_least("--batch-size", 1),
@@ -47,6 +49,10 @@ def parser():
     ap.add_argument("--thin", type=int_at_least("--thin", 1), default=10)
     ap.add_argument("--ref-chains", type=int_at_least("--ref-chains", 4), default=32)
     ap.add_argument("--ref-steps", type=int_at_least("--ref-steps", 30), default=1500)
+    ap.add_argument("--phase-steps", type=int_at_least("--phase-steps", 30), default=1800,
+                    help="inside tasks: umbrella steps per window of the phase weights (default 1800)")
+    ap.add_argument("--phase-chains", type=int_at_least("--phase-chains", 1), default=4,
+                    help="inside tasks: umbrella chains per window of the phase weights (default 4)")
     ap.add_argument("--data-seed", type=nonneg_int("--data-seed"), default=0)
     ap.add_argument("--seed", type=nonneg_int("--seed"), default=0)
     ap.add_argument("--cache-dir", help="where exact references are cached (default ~/.cache/copyjax/bench)")
@@ -58,10 +64,16 @@ def parser():
     return ap
 
 
-def regime_P(L, V, activation, regime) -> int:
-    """The task's P: ``below`` / ``above`` the reduced theory's transition (the module docstring)."""
+def regime_P(L, V, activation, regime) -> int | None:
+    """The task's P: ``below`` / ``inside`` / ``above`` the reduced theory's transition (the
+    module docstring); None for ``inside`` where there is no coexistence (linear attention)."""
     import copyjax as cj
 
+    if regime == "inside":
+        if activation != "softmax":
+            return None
+        P = cj.theory.transition_points(L, V, activation, form="posterior").P_star
+        return None if P is None else int(round(P))
     t = cj.theory.transition_points(L, V, activation, form="map")
     if activation == "softmax":
         lo, hi = t.P_spinodal_low or t.P_steepest, t.P_spinodal_high or t.P_steepest
@@ -93,6 +105,11 @@ def main(argv=None):
              "eps0": None, "report": None, "done": False, "cmd": cmd, "minutes": None}
             for L in a.L for act in a.activations for regime in a.regimes]
     for t in grid:
+        if t["P"] is None:
+            print(f"== L={t['L']} {t['activation']} inside: no coexistence window (a continuous transition), "
+                  "no task", flush=True)
+    grid = [t for t in grid if t["P"] is not None]
+    for t in grid:
         out = os.path.join(a.out, f"L{t['L']}_{t['activation']}_{t['regime']}")
         print(f"== L={t['L']} V={a.V} {t['activation']} {t['regime']} the transition: P={t['P']} -> {out}",
               flush=True)
@@ -104,12 +121,14 @@ def main(argv=None):
         bargs += ["--cache-dir", a.cache_dir] if a.cache_dir else []
         bargs += ["--batch-size", str(a.batch_size)] if a.batch_size else []
         bargs += ["--no-progress"] if a.no_progress else []
+        if t["regime"] == "inside":
+            bargs += ["--phase-weights", "--phase-steps", str(a.phase_steps), "--phase-chains", str(a.phase_chains)]
         t1 = time.perf_counter()
         try:
             bench_samplers.main(bargs)
             t["report"] = results.read_json(os.path.join(out, "report.json"))
             t["eps0"] = t["report"]["eps0"]
-        except SystemExit as e:  # bench_samplers refused the task (a coexistence window)
+        except SystemExit as e:  # bench_samplers refused the task
             if e.code not in (0, None):
                 t["report"] = None
             else:
@@ -191,19 +210,25 @@ def section(tasks, a, cmd, kept=None) -> str:
             rows[k] = f"{head} pending: not run yet (the same command continues) | - | - |"
             continue
         if rep is None:
-            rows[k] = f"{head} refused: the exact chains' start families disagree (coexistence) | - | - |"
+            rows[k] = f"{head} refused by bench_samplers (its log says why) | - | - |"
             continue
-        r = rep["reference"]["cG"]
+        r, ph = rep["reference"]["cG"], rep["reference"].get("phases")
+        at = lambda ws: ", ".join(f"{w['sampler']} @ {w['step_size'] / t['eps0']:.3g}" for w in ws) or "none"
         ok = [w for w in rep["rows"] if w["agrees_with_exact"]]
-        agree = ", ".join(f"{w['sampler']} @ {w['step_size'] / t['eps0']:.3g}" for w in ok) or "none"
+        agree = at(ok)
+        exact = f"{r['mean']:.4f} ({r['sd']:.4f})"
+        if ph is not None:
+            exact += f"; copy weight {ph['weights'][1]:.2f} +- {ph['weights_sd'][1]:.2f}"
+            agree += "; right within each phase: " + at([w for w in rep["rows"] if w.get("agrees_within_phases")])
         best = f"{max(w['ess_per_s'] for w in ok):.1f}" if ok else "-"
-        rows[k] = f"{head} {r['mean']:.4f} ({r['sd']:.4f}) | {agree} | {best} |"
+        rows[k] = f"{head} {exact} | {agree} | {best} |"
         minutes = "" if t.get("minutes") is None else f", {t['minutes']:.1f} min"
         if rep.get("reused_rows"):
             minutes += f" ({rep['reused_rows']} of {len(rep['rows'])} rows reused from an earlier run of it)"
         blocks[k] = "\n".join([f"#### L = {t['L']}, V = {t['V']}, {t['activation']}, P = {t['P']} ({t['regime']} the "
                                f"transition): exact c_G {r['mean']:.4f} +- {r['mcse']:.4f}, sd {r['sd']:.4f}; eps0 = "
                                f"{t['eps0']:.3g}", "", f"Run by `{t.get('cmd', cmd)}`{minutes}.", ""]
+                              + ([] if ph is None else [_phase_line(ph), ""])
                               + table(rep["rows"]))
     order = sorted(rows, key=_order)
     lines += [rows[k] for k in order]
@@ -211,6 +236,13 @@ def section(tasks, a, cmd, kept=None) -> str:
         if k in blocks:
             lines += ["", blocks[k]]
     return "\n".join(lines + ["", END]) + "\n"
+
+
+def _phase_line(ph) -> str:
+    return (f"Two phases, the divide at a_G = {ph['divide']:.3f}: copy weight {ph['weights'][1]:.3f} +- "
+            f"{ph['weights_sd'][1]:.3f} (free energy, MBAR; log(copy / pooling) {ph['log_ratio']:+.2f} +- "
+            f"{ph['log_ratio_sd']:.2f}); c_G {ph['cG'][0]['mean']:.4f} (sd {ph['cG'][0]['sd']:.4f}) pooling, "
+            f"{ph['cG'][1]['mean']:.4f} (sd {ph['cG'][1]['sd']:.4f}) copy; the exact c_G above is their mixture.")
 
 
 def write_section(path, text):

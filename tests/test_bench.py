@@ -223,7 +223,7 @@ def test_the_leaderboard_command_rewrites_only_its_section(tmp_path):
 
 def test_the_leaderboard_section_lists_pending_and_refused_tasks_and_keeps_other_runs(tmp_path):
     """The section written after each task lists the tasks still to run as pending and a
-    refused task (a coexistence window) as refused, so an interrupted run leaves a consistent
+    refused task as refused, so an interrupted run leaves a consistent
     page; a run of other tasks keeps the page's finished tasks and replaces its own."""
     import argparse
 

@@ -1,12 +1,14 @@
 """Bring your own sampler: score any blackjax-shaped kernel against the exact posterior of the
 copy order parameter (``scripts/bench_samplers.py``, docs/leaderboard.md).
 
-``task.Task`` and ``task.reference`` (the exact answer, cached), ``samplers`` (the registry
-and import paths), ``score.score_sampler`` (the runs, the scores and the verdict).
+``task.Task`` and ``task.reference`` (the exact answer, cached; inside a softmax coexistence
+window the mixture of its two phases, ``phases``), ``samplers`` (the registry and import
+paths), ``score.score_sampler`` (the runs, the scores and the verdict).
 """
 from copyjax.bench.samplers import FULL_BATCH, is_minibatch, resolve, SAMPLERS
-from copyjax.bench.score import score_sampler, Scores, verdict
+from copyjax.bench.phases import Phases
+from copyjax.bench.score import score_sampler, Scores, verdict, within_phases
 from copyjax.bench.task import reference, Reference, Task
 
-__all__ = ["FULL_BATCH", "is_minibatch", "reference", "Reference", "resolve", "SAMPLERS", "score_sampler", "Scores", "Task",
-           "verdict"]
+__all__ = ["FULL_BATCH", "is_minibatch", "Phases", "reference", "Reference", "resolve", "SAMPLERS", "score_sampler",
+           "Scores", "Task", "verdict", "within_phases"]

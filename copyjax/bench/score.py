@@ -17,9 +17,16 @@ function of the scores alone, so a saved row can be judged again): |bias_z| <= 4
 |sd_ratio - 1| <= 4 of its errors and |loss_bias_z| <= 4 in both runs (the loss is where a
 biased W shows: SGLD's O(eps) excess variance in the stiff W directions), R-hat < 1.1 in the
 stationary run (a chain that never moves fails here even from exact starts), and the
-relaxation run reaching equilibrium before its end. The tolerances are in standard errors, so a budget too short to resolve a
-sampler (few effective draws) is a weak test of it: the report gives the ESS beside each
-verdict.
+relaxation run reaching equilibrium before its end. The tolerances are in standard errors, so a
+budget too short to resolve a sampler (few effective draws) is a weak test of it: the report
+gives the ESS beside each verdict.
+
+Against a two-phase reference (inside a softmax coexistence window, ``bench.phases``) the
+stationary run starts in both phases in proportion to their weights, the scores above are
+against the mixture, and each run adds the copy phase's weight (``phase_weight_z`` against the
+free energy's, part of the verdict), the phase changes it made, and each phase's own bias of
+c_G and of the loss; ``agrees_within_phases`` (``within_phases``) says whether the sampler is
+right inside each phase, crossing or not.
 """
 from __future__ import annotations
 
@@ -68,6 +75,19 @@ class RunScores:
     nonfinite: int
     steps_to_equilibrium: int | None = None
     ess_per_grad: float = float("nan")  # ESS per full-data gradient (a step may take several: SGHMC)
+    # two-phase references (inside a coexistence window), else NaN: the copy phase's weight in
+    # the scored draws, its error under the exact weight, its z against the free energy's; phase
+    # changes over the whole run; each phase's bias of c_G and of the loss in its errors
+    phase_weight: float = float("nan")
+    phase_weight_se: float = float("nan")
+    phase_weight_z: float = float("nan")
+    phase_crossings: int = 0
+    bias_z_pooling: float = float("nan")
+    bias_z_copy: float = float("nan")
+    loss_bias_z_pooling: float = float("nan")
+    loss_bias_z_copy: float = float("nan")
+    rhat_pooling: float = float("nan")  # split R-hat of c_G within each phase (phases.phase_summary's)
+    rhat_copy: float = float("nan")
 
 
 
@@ -129,8 +149,9 @@ def run(ref: Reference, build, step_size: float, *, start: str, n_chains: int, n
     return s, time.perf_counter() - t0
 
 
-def _score(start, x, loss, ref: Reference, wall_s, n_steps, nonfinite, steps_to_eq=None, grads: float = 1) -> RunScores:
-    """``x, loss: (chain, draw)`` after the burn-in."""
+def _score(start, x, loss, ref: Reference, wall_s, n_steps, nonfinite, steps_to_eq=None, grads: float = 1,
+           crossings: int = 0) -> RunScores:
+    """``x, loss: (chain, draw)`` after the burn-in; ``crossings``: phase changes over the run."""
     s = chains.summarize(x)
     sl = chains.summarize(loss)
     r, rl = ref.summary_cG, ref.summary_loss
@@ -141,10 +162,48 @@ def _score(start, x, loss, ref: Reference, wall_s, n_steps, nonfinite, steps_to_
     flat = flat[np.isfinite(flat)]
     w1 = float(sps.wasserstein_distance(flat, ref.cG)) if flat.size else float("nan")
     ks = float(sps.ks_2samp(flat, ref.cG).statistic) if flat.size else float("nan")
-    return RunScores(start, s.mean, s.mcse, s.mean - r.mean, (s.mean - r.mean) / se if se > 0 else float("inf"),
-                     s.sd, sd_ratio, sd_se, w1, ks, sl.mean - rl.mean,
-                     (sl.mean - rl.mean) / float(np.hypot(sl.mcse, rl.mcse)), s.rhat, s.ess,
-                     s.ess / wall_s, s.ess / n_steps, wall_s, int(nonfinite), steps_to_eq, s.ess / (n_steps * grads))
+    out = RunScores(start, s.mean, s.mcse, s.mean - r.mean, (s.mean - r.mean) / se if se > 0 else float("inf"),
+                    s.sd, sd_ratio, sd_se, w1, ks, sl.mean - rl.mean,
+                    (sl.mean - rl.mean) / float(np.hypot(sl.mcse, rl.mcse)), s.rhat, s.ess,
+                    s.ess / wall_s, s.ess / n_steps, wall_s, int(nonfinite), steps_to_eq, s.ess / (n_steps * grads))
+    return out if ref.phases is None else dataclasses.replace(out, **phase_scores(x, loss, ref.phases),
+                                                              phase_crossings=int(crossings))
+
+
+def phase_scores(x: np.ndarray, loss: np.ndarray, ph) -> dict:
+    """Two-phase scores of ``x, loss: (chain, draw)`` against ``ph`` (``bench.phases.Phases``).
+
+    ``phase_weight``: the fraction of draws with a_G >= divide; ``phase_weight_se``: its error
+    were the exact weight w true, sqrt(w (1 - w) / n_eff), n_eff the phase indicator's ESS
+    (the number of chains where no chain changes phase: each is then one independent draw of
+    its phase, where numpyro's ESS of constant chains says about half that); ``phase_weight_z`` against the free energy's weight, the
+    two errors combined. Per phase (``phases.phase_summary``): the bias of c_G's and the loss's
+    mean in combined errors (NaN where the sampler has no draw in the phase) and the split R-hat
+    of c_G within it."""
+    from copyjax.bench.phases import phase_summary
+
+    ind = np.asarray(x) >= ph.divide
+    p, w, w_sd = float(ind.mean()), float(ph.weights[1]), float(ph.weights_sd[1])
+    if not np.diff(ind, axis=1).any():
+        n_eff = float(ind.shape[0])  # no chain changes phase: each is one draw of its phase
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # chains that stay in one phase are constant
+            n_eff = chains.summarize(ind.astype(float)).ess
+        n_eff = float(np.clip(n_eff, 1, ind.size)) if np.isfinite(n_eff) else float(ind.shape[0])
+    se = float(np.sqrt(w * (1 - w) / n_eff))
+    d = {"phase_weight": p, "phase_weight_se": se,
+         "phase_weight_z": (p - w) / float(np.hypot(se, w_sd)) if np.hypot(se, w_sd) > 0 else float("nan")}
+    for k, side in enumerate(("pooling", "copy")):
+        mask = ~ind if k == 0 else ind
+        for name, v, ref in (("bias_z", x, ph.cG[k]), ("loss_bias_z", loss, ph.loss[k])):
+            s = phase_summary(v, mask)
+            d[f"{name}_{side}"] = (s.mean - ref.mean) / float(np.hypot(s.mcse, ref.mcse))
+            if name == "bias_z":
+                # split Gelman-Rubin, not the rank-normalised R-hat: the chains outside the phase
+                # are ties at 0 that the ranks would count as a disagreement
+                d[f"rhat_{side}"] = s.split_rhat
+    return d
 
 
 def steps_to_equilibrium(x: np.ndarray, ref: Reference, thin: int) -> int | None:
@@ -173,12 +232,15 @@ class Scores:
     relaxation: RunScores
     agrees_with_exact: bool
     batch_size: int | None = None  # minibatch samplers: sequences per gradient estimate
+    two_phase: bool = False  # scored against a two-phase (mixture) reference
+    agrees_within_phases: bool | None = None  # two-phase: each phase right where the sampler visits it
 
     def row(self) -> dict:
         """The flat row of ``report.json``: the stationary scores at the top level (``bias_z``,
         ``sd_ratio``, ...), the relaxation run's under ``prior_``."""
         d = {"sampler": self.sampler, "step_size": self.step_size, "n_chains": self.n_chains,
-             "num_steps": self.num_steps, "batch_size": self.batch_size, "agrees_with_exact": self.agrees_with_exact}
+             "num_steps": self.num_steps, "batch_size": self.batch_size, "agrees_with_exact": self.agrees_with_exact,
+             "two_phase": self.two_phase, "agrees_within_phases": self.agrees_within_phases}
         d |= {k: v for k, v in asdict(self.stationary).items() if k not in ("start", "steps_to_equilibrium")}
         d |= {f"prior_{k}": v for k, v in asdict(self.relaxation).items() if k != "start"}
         eq = self.relaxation.steps_to_equilibrium
@@ -230,9 +292,10 @@ def score_sampler(ref: Reference, name: str, build, step_size: float, *, n_chain
     sampling time (``steps_for_budget``): an equal wall budget for every sampler. A minibatch
     sampler (``samplers.is_minibatch``) needs ``batch_size`` (in [1, P]); its gradients count
     B / P of a full-data gradient in ESS per gradient."""
-    if ref.branches_disagree:
+    if ref.branches_disagree and ref.phases is None:
         raise ValueError("the reference's start families disagree (a coexistence window): its pooled draws are "
-                         "not the posterior; pick a P outside the window")
+                         "not the posterior; build it with phases (bench.reference(..., phases=True)) or pick a "
+                         "P outside the window")
     if not (np.isfinite(step_size) and step_size > 0):
         raise ValueError(f"step_size must be a finite number > 0, got {step_size}")
     n_chains = check_size("n_chains", n_chains, 4)
@@ -254,11 +317,15 @@ def score_sampler(ref: Reference, name: str, build, step_size: float, *, n_chain
         x, loss = np.asarray(s.draws["cG"], float), np.asarray(s.draws["loss"], float)
         burn = x.shape[1] // 3
         eq = steps_to_equilibrium(x, ref, thin) if start == "prior" else None
+        crossings = 0 if ref.phases is None else int(np.abs(np.diff(x >= ref.phases.divide, axis=1)).sum())
         out[start] = _score(start, x[:, burn:], loss[:, burn:], ref, wall, num_steps,
                             int(np.asarray(s.nonfinite).sum()), eq,
-                            grads_per_step(build, s.info) * (1.0 if batch_size is None else batch_size / ref.task.P))
-    sc = Scores(name, float(step_size), n_chains, num_steps, out["exact"], out["prior"], False, batch_size)
-    return dataclasses.replace(sc, agrees_with_exact=verdict(sc.row()))
+                            grads_per_step(build, s.info) * (1.0 if batch_size is None else batch_size / ref.task.P),
+                            crossings)
+    sc = Scores(name, float(step_size), n_chains, num_steps, out["exact"], out["prior"], False, batch_size,
+                ref.phases is not None)
+    row = sc.row()
+    return dataclasses.replace(sc, agrees_with_exact=verdict(row), agrees_within_phases=within_phases(row))
 
 
 def _run_ok(row: dict, prefix: str) -> bool:
@@ -270,10 +337,34 @@ def _run_ok(row: dict, prefix: str) -> bool:
                 and abs(v("loss_bias_z")) <= Z_MAX)
 
 
+def _weight_ok(row: dict, prefix: str) -> bool:
+    z = row[prefix + "phase_weight_z"]
+    return bool(np.isfinite(z) and abs(z) <= Z_MAX)
+
+
 def verdict(row: dict) -> bool:
-    """``agrees_with_exact`` of a ``Scores.row()`` (the module docstring's criteria)."""
-    return bool(_run_ok(row, "") and _run_ok(row, "prior_") and row["rhat"] < RHAT_MAX
-                and row["prior_steps_to_equilibrium"] is not None)
+    """``agrees_with_exact`` of a ``Scores.row()`` (the module docstring's criteria; against a
+    two-phase reference also the copy phase's weight within ``Z_MAX`` errors in both runs and
+    ``within_phases``)."""
+    ok = (_run_ok(row, "") and _run_ok(row, "prior_") and row["rhat"] < RHAT_MAX
+          and row["prior_steps_to_equilibrium"] is not None)
+    if row.get("two_phase"):
+        ok = ok and _weight_ok(row, "") and _weight_ok(row, "prior_") and within_phases(row)
+    return bool(ok)
 
 
-__all__ = ["run", "RunScores", "score_sampler", "Scores", "steps_for_budget", "steps_to_equilibrium", "RHAT_MAX", "verdict", "Z_MAX"]
+def within_phases(row: dict) -> bool | None:
+    """Two-phase rows: the stationary run (from exact starts in both phases) keeps both phases
+    (each holds draws), in each the bias of c_G and of the loss are within ``Z_MAX`` errors and
+    R-hat is below ``RHAT_MAX`` (a chain that never moves fails here): the sampler is right
+    inside each phase, whether or not it crosses between them. None for a one-phase reference."""
+    if not row.get("two_phase"):
+        return None
+    z = [row[f"{k}_{side}"] for k in ("bias_z", "loss_bias_z") for side in ("pooling", "copy")]
+    rh = [row[f"rhat_{side}"] for side in ("pooling", "copy")]
+    return bool(np.isfinite(z + rh).all() and max(abs(v) for v in z) <= Z_MAX and max(rh) < RHAT_MAX
+                and row["nonfinite"] == 0)
+
+
+__all__ = ["phase_scores", "run", "RunScores", "score_sampler", "Scores", "steps_for_budget", "steps_to_equilibrium",
+           "RHAT_MAX", "verdict", "within_phases", "Z_MAX"]

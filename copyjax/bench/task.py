@@ -5,6 +5,11 @@ A task is (L, V, activation, P, data seed). Its reference holds the exact poster
 draws of the copy order parameter (a_G for softmax, |c_G| for linear) and of the training
 loss, their summaries, and exact joint draws of (W, G) (G from the exact chains' final states,
 W from its Gaussian conditional) that start the stationary runs.
+
+Inside a softmax coexistence window (or with ``phases=True``) the reference is the mixture of
+the two phases (``bench.phases``): the weights from the free energy (umbrella + MBAR), each
+phase's statistics from the exact draws on its side, the pooled draws resampled to the
+weights, the joint starts allocated to the phases by the weights.
 """
 from __future__ import annotations
 
@@ -18,11 +23,13 @@ import numpy as np
 
 from copyjax import results
 from copyjax._checks import check_activation, check_size
+from copyjax.bench.phases import allocate, mixture_draws, mixture_summary, PHASES, phase_summary, Phases
 from copyjax.data import sample_tokens, sufficient_stats
 from copyjax.hyper import default_hyper
+from copyjax.network import Params
 from copyjax.schema import Summary
 
-REFERENCE_VERSION = 1  # bump when the reference's computation changes: old cache files are ignored
+REFERENCE_VERSION = 2  # bump when the reference's computation changes: old cache files are ignored
 
 
 class Task(NamedTuple):
@@ -61,7 +68,9 @@ class Reference:
     ``summary_cG``, ``summary_loss``: their ``Summary`` (mean, sd, ESS-based mcse, R-hat);
     ``W: (m, V, V)``, ``G: (m, L, L)`` exact joint draws; ``branches_disagree``: the exact
     chains' start families disagree (a softmax coexistence window: pooled draws are then not
-    the posterior, and scores against them are refused)."""
+    the posterior: scores against them need ``phases``); ``phases``: the two phases'
+    weights and statistics (``bench.phases.Phases``) where the reference is their mixture
+    (``cG``, ``loss``, the summaries, ``W``, ``G``), else None."""
 
     task: Task
     cG: np.ndarray
@@ -71,56 +80,126 @@ class Reference:
     W: np.ndarray
     G: np.ndarray
     branches_disagree: bool
+    phases: Phases | None = None
 
     def quantiles(self, qs=(0.05, 0.25, 0.5, 0.75, 0.95)) -> dict:
         return {float(q): float(np.quantile(self.cG, q)) for q in qs}
 
 
-def _cache_key(task: Task, n_chains: int, num_steps: int, seed: int) -> str:
+def _cache_key(task: Task, n_chains: int, num_steps: int, seed: int, phases, phase_steps: int,
+               phase_chains: int) -> str:
     from copyjax import __version__
 
     return results.config_hash({"task": list(task), "n_chains": n_chains, "num_steps": num_steps, "seed": seed,
+                                "phases": phases, "phase_steps": phase_steps, "phase_chains": phase_chains,
                                 "reference_version": REFERENCE_VERSION, "copyjax": __version__,
                                 "x64": bool(jax.config.jax_enable_x64)})
 
 
 def reference(task: Task, *, n_chains: int = 32, num_steps: int = 1500, seed: int = 0,
-              cache_dir: str | None = None, progress: bool = False) -> Reference:
+              cache_dir: str | None = None, progress: bool = False, phases: bool | None = None,
+              phase_steps: int = 900, phase_chains: int = 1) -> Reference:
     """The exact reference of ``task``: adaptive MALA on exp(-S_P(G))
     (``exact_posterior.sample_exact_posterior``, half the chains from the prior, half from the
-    copy pattern), a third burn-in, every fifth draw kept. Cached in ``cache_dir`` (default
-    ``~/.cache/copyjax/bench``) under a hash of the task, the sizes, the seed, copyjax's version
-    and the float width; a cached reference is read back instead of recomputed."""
+    copy pattern), a third burn-in, every fifth draw kept.
+
+    ``phases``: None (default) builds the two-phase reference where the start families
+    disagree (softmax only: a coexistence window), True always (softmax; e.g. at the
+    equal-mass P where the chains still cross), False never. The phase weights are
+    ``free_energy.softmax_phase_weights`` (``phase_chains`` chains of ``phase_steps`` umbrella
+    steps per window: the weights' error falls as 1 / sqrt(their product)) on the
+    task's counts; each phase's statistics are ``phases.phase_summary`` of the exact draws on
+    its side of the divide.
+
+    Cached in ``cache_dir`` (default ``~/.cache/copyjax/bench``) under a hash of the task, the
+    sizes, the seed, the phase settings, copyjax's version and the float width; a cached
+    reference is read back instead of recomputed."""
     from copyjax import exact_posterior
     from copyjax.point.exact_chains import exact_joint_starts
 
     task = task.checked()
     n_chains = check_size("n_chains", n_chains, 4)
     num_steps = check_size("num_steps", num_steps, 30)
+    phase_steps = check_size("phase_steps", phase_steps, 30)
+    phase_chains = check_size("phase_chains", phase_chains, 1)
+    if phases not in (None, True, False):
+        raise ValueError(f"phases must be None, True or False, got {phases!r}")
+    if phases and task.activation != "softmax":
+        raise ValueError("phases=True is for softmax (its first-order coexistence window); linear attention's "
+                         f"transition is continuous, got activation={task.activation!r}")
     cache_dir = cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "copyjax", "bench")
-    base = os.path.join(cache_dir, f"reference_{_cache_key(task, n_chains, num_steps, seed)}")
+    base = os.path.join(cache_dir, f"reference_{_cache_key(task, n_chains, num_steps, seed, phases, phase_steps, phase_chains)}")
     if os.path.exists(base + ".json"):
         meta = results.read_json(base + ".json")
         with np.load(base + ".npz") as z:
             return Reference(task, z["cG"], z["loss"], Summary.from_json(meta["summary_cG"]),
-                             Summary.from_json(meta["summary_loss"]), z["W"], z["G"], meta["branches_disagree"])
+                             Summary.from_json(meta["summary_loss"]), z["W"], z["G"], meta["branches_disagree"],
+                             None if meta.get("phases") is None else Phases.from_json(meta["phases"]))
     stats, h = task.stats(), task.hyper
     key = jax.random.key(seed)
     run = exact_posterior.sample_exact_posterior(key, stats, h, task.activation, n_chains=n_chains,
                                                  num_steps=num_steps, thin=5, progress=progress, desc="reference")
     summ = exact_posterior.summarize_exact(run, keys=("cG", "loss"))
     keep = ~run.stuck & ~np.asarray(run.samples.nonfinite)
-    cG = np.asarray(run.samples.draws["cG"])[keep].ravel()
-    loss = np.asarray(run.samples.draws["loss"])[keep].ravel()
+    cG_cd = np.asarray(run.samples.draws["cG"], float)[keep]
+    loss_cd = np.asarray(run.samples.draws["loss"], float)[keep]
     joint = exact_joint_starts(jax.random.fold_in(key, 1), run, n_chains, stats, h, task.activation)
-    ref = Reference(task, cG, loss, _plain(summ.cG), _plain(summ.loss), np.asarray(joint.W), np.asarray(joint.G),
-                    bool(summ.branches_disagree))
+    W, G = np.asarray(joint.W), np.asarray(joint.G)
+    two = phases if phases is not None else (task.activation == "softmax" and bool(summ.branches_disagree))
+    if two:
+        ph = _phases(task, jax.random.fold_in(key, 2), cG_cd, loss_cd, phase_steps, phase_chains, progress)
+        in_copy = cG_cd.ravel() >= ph.divide
+        pick = mixture_draws(cG_cd.ravel(), in_copy, ph.weights[1], cG_cd.size)
+        cG, loss = cG_cd.ravel()[pick], loss_cd.ravel()[pick]
+        sc, sl = (mixture_summary(ph.weights, ph.weights_sd, getattr(ph, k)) for k in ("cG", "loss"))
+        W, G = _allocate_starts(W, G, stats, h, ph)
+    else:
+        ph, cG, loss, sc, sl = None, cG_cd.ravel(), loss_cd.ravel(), _plain(summ.cG), _plain(summ.loss)
+    ref = Reference(task, cG, loss, sc, sl, W, G, bool(summ.branches_disagree), ph)
     os.makedirs(cache_dir, exist_ok=True)
     results.atomic_savez(base + ".npz", cG=ref.cG, loss=ref.loss, W=ref.W, G=ref.G)
     results.write_json(base + ".json", {"task": task._asdict(), "summary_cG": ref.summary_cG.to_json(),
                                         "summary_loss": ref.summary_loss.to_json(),
-                                        "branches_disagree": ref.branches_disagree})
+                                        "branches_disagree": ref.branches_disagree,
+                                        "phases": None if ph is None else ph.to_json()})
     return ref
+
+
+def _phases(task: Task, key, cG, loss, phase_steps: int, phase_chains: int, progress: bool) -> Phases:
+    """The two phases of ``task``'s posterior: weights from the free energy on its counts (in
+    float32, as ``scripts/free_energy.py`` runs it), statistics from the exact draws
+    ``cG, loss: (chain, draw)`` on each side of the divide."""
+    from copyjax import free_energy
+
+    pr, _, _ = free_energy.softmax_phase_weights(key, task.stats().astype(np.float32), task.hyper,
+                                                 num_steps=phase_steps, chains_per_window=phase_chains,
+                                                 progress=progress, desc="phase weights")
+    win = free_energy.softmax_windows(task.L)
+    sides = (cG < win.divide, cG >= win.divide)
+    return Phases(float(win.divide), tuple(map(float, pr.weights)), tuple(map(float, pr.weights_sd)),
+                  float(pr.log_ratio), float(pr.log_ratio_sd), tuple(phase_summary(cG, s) for s in sides),
+                  tuple(phase_summary(loss, s) for s in sides))
+
+
+def _allocate_starts(W, G, stats, h, ph: Phases):
+    """The exact joint draws ``W: (m, V, V)``, ``G: (m, L, L)`` reordered (with repeats) so
+    that every leading block of chains holds the phases in the proportion of their weights."""
+    from copyjax.network import observables
+
+    cG = np.asarray(jax.vmap(lambda w, g: observables(Params(w, g), stats, h, "softmax")["cG"])(
+        jax.numpy.asarray(W, stats.dtype), jax.numpy.asarray(G, stats.dtype)))
+    copy = allocate(len(G), ph.weights[1])
+    pools = [np.flatnonzero(cG < ph.divide), np.flatnonzero(cG >= ph.divide)]
+    for side, pool in zip(PHASES, pools):
+        if not pool.size and (copy if side == "copy" else ~copy).any():
+            raise ValueError(f"no exact chain ended in the {side} phase: run the reference with more chains")
+    counters = [0, 0]
+    idx = []
+    for c in copy.astype(int):
+        idx.append(pools[c][counters[c] % pools[c].size])
+        counters[c] += 1
+    idx = np.asarray(idx)
+    return W[idx], G[idx]
 
 
 def _plain(stat) -> Summary:
