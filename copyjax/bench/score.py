@@ -176,8 +176,8 @@ def phase_scores(x: np.ndarray, loss: np.ndarray, ph) -> dict:
     ``phase_weight``: the fraction of draws with a_G >= divide; ``phase_weight_se``: its error
     were the exact weight w true, sqrt(w (1 - w) / n_eff), n_eff the phase indicator's ESS
     (the number of chains where no chain changes phase: each is then one independent draw of
-    its phase, where numpyro's ESS of constant chains says about half that); ``phase_weight_z`` against the free energy's weight, the
-    two errors combined. Per phase (``phases.phase_summary``): the bias of c_G's and the loss's
+    its phase, where numpyro's ESS of constant chains says about half that);
+    ``phase_weight_z`` against the free energy's weight, the two errors combined. Per phase (``phases.phase_summary``): the bias of c_G's and the loss's
     mean in combined errors (NaN where the sampler has no draw in the phase) and the split R-hat
     of c_G within it."""
     from copyjax.bench.phases import phase_summary
