@@ -17,7 +17,8 @@ number of steps.
 
 Writes DIR/report.json ({"task": ..., "reference": ..., "rows": [...]}, one row per sampler and
 step size: agrees_with_exact, bias_z, sd_ratio, w1, ks, ... and prior_* for the run from prior
-starts), DIR/report.md (a table) and DIR/bias_vs_step.png (bias and time to equilibrium against step size); each row is saved as it finishes
+starts), DIR/report.md (a table) and DIR/bias_vs_step.png (bias and time to equilibrium against step size;
+two-phase: the copy weight too); each row is saved as it finishes
 (DIR/rows/), so an interrupted run resumes. The exact reference is cached in
 ~/.cache/copyjax/bench (--cache-dir).
 
@@ -163,7 +164,7 @@ def main(argv=None):
                                               "phases": None if ref.phases is None else ref.phases.to_json()},
         "eps0": eps0, "rows": rows, "reused_rows": reused})
     write_markdown(os.path.join(a.out, "report.md"), task, ref, rows)
-    plot(os.path.join(a.out, "bias_vs_step.png"), rows)
+    plot(os.path.join(a.out, "bias_vs_step.png"), rows, ref.phases)
     print(f"report.json, report.md, bias_vs_step.png in {a.out}", flush=True)
     return rows
 
@@ -219,13 +220,17 @@ def write_markdown(path, task, ref, rows):
     atomic_write_bytes(path, ("\n".join(lines) + "\n").encode())
 
 
-def plot(path, rows):
+def plot(path, rows, phases=None):
+    """Bias against step size and time to equilibrium; with ``phases`` (a two-phase reference)
+    a third panel: each sampler's copy-phase weight from exact (filled) and prior (hollow)
+    starts against the free energy's (the band: +- 2 of its errors)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, axes = plt.subplots(1, 3 if phases is not None else 2, figsize=(15 if phases is not None else 10, 4))
+    ax, bx = axes[0], axes[1]
     for name in dict.fromkeys(w["sampler"] for w in rows):
         ws = sorted((w for w in rows if w["sampler"] == name), key=lambda w: w["step_size"])
         line = ax.errorbar([w["step_size"] for w in ws], [w["bias"] for w in ws], [w["mcse"] for w in ws],
@@ -238,11 +243,22 @@ def plot(path, rows):
             bx.plot(*zip(*eq), marker="o", color=line.get_color(), label=name)
         if never:
             bx.plot(*zip(*never), ls="none", marker="o", mfc="none", color=line.get_color())
+        if phases is not None:
+            steps = [w["step_size"] for w in ws]
+            axes[2].plot(steps, [w["phase_weight"] for w in ws], marker="o", color=line.get_color(), label=name)
+            axes[2].plot(steps, [w["prior_phase_weight"] for w in ws], ls=":", marker="o", mfc="none",
+                         color=line.get_color())
     ax.axhline(0, color="k", lw=0.8)
     ax.set(xscale="log", xlabel="step size", ylabel="bias of the mean of c_G (stationary)")
     bx.set(xscale="log", yscale="log", xlabel="step size",
            ylabel="seconds to equilibrium from prior starts\n(hollow: not reached within the run)")
     ax.legend(fontsize=8)
+    if phases is not None:
+        w, sd = phases.weights[1], phases.weights_sd[1]
+        axes[2].axhspan(w - 2 * sd, w + 2 * sd, color="0.85", zorder=0)
+        axes[2].axhline(w, color="k", lw=0.8)
+        axes[2].set(xscale="log", ylim=(-0.03, 1.03), xlabel="step size",
+                    ylabel="copy-phase weight (filled: exact starts,\nhollow: prior starts; band: free energy)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -108,6 +108,7 @@ def test_two_phase_reference_and_scores_end_to_end(tmp_path):
     assert m["phase_crossings"] > 100 and abs(m["phase_weight_z"]) < 4
     assert not f["agrees_with_exact"] and not f["agrees_within_phases"] and f["phase_crossings"] == 0
     assert "copy weight (z)" in (tmp_path / "out" / "report.md").read_text()
+    assert (tmp_path / "out" / "bias_vs_step.png").stat().st_size > 0  # with its copy-weight panel
 
     # float64, as the script runs it (tests/conftest.py): the same cache key
     task = bench.Task(4, 3, "softmax", 35, 0)
