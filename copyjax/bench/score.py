@@ -180,7 +180,7 @@ def phase_scores(x: np.ndarray, loss: np.ndarray, ph) -> dict:
     ``phase_weight_z`` against the free energy's weight, the two errors combined. Per phase (``phases.phase_summary``): the bias of c_G's and the loss's
     mean in combined errors (NaN where the sampler has no draw in the phase) and the split R-hat
     of c_G within it."""
-    from copyjax.bench.phases import phase_summary
+    from copyjax.bench.phases import PHASES, phase_summary
 
     ind = np.asarray(x) >= ph.divide
     p, w, w_sd = float(ind.mean()), float(ph.weights[1]), float(ph.weights_sd[1])
@@ -194,7 +194,7 @@ def phase_scores(x: np.ndarray, loss: np.ndarray, ph) -> dict:
     se = float(np.sqrt(w * (1 - w) / n_eff))
     d = {"phase_weight": p, "phase_weight_se": se,
          "phase_weight_z": (p - w) / float(np.hypot(se, w_sd)) if np.hypot(se, w_sd) > 0 else float("nan")}
-    for k, side in enumerate(("pooling", "copy")):
+    for k, side in enumerate(PHASES):
         mask = ~ind if k == 0 else ind
         for name, v, ref in (("bias_z", x, ph.cG[k]), ("loss_bias_z", loss, ph.loss[k])):
             s = phase_summary(v, mask)

@@ -26,7 +26,6 @@ from copyjax._checks import check_activation, check_size
 from copyjax.bench.phases import allocate, mixture_draws, mixture_summary, PHASES, phase_summary, Phases
 from copyjax.data import sample_tokens, sufficient_stats
 from copyjax.hyper import default_hyper
-from copyjax.network import Params
 from copyjax.schema import Summary
 
 REFERENCE_VERSION = 2  # bump when the reference's computation changes: old cache files are ignored
@@ -147,12 +146,12 @@ def reference(task: Task, *, n_chains: int = 32, num_steps: int = 1500, seed: in
     W, G = np.asarray(joint.W), np.asarray(joint.G)
     two = phases if phases is not None else (task.activation == "softmax" and bool(summ.branches_disagree))
     if two:
-        ph = _phases(task, jax.random.fold_in(key, 2), cG_cd, loss_cd, phase_steps, phase_chains, progress)
+        ph = _phases(task, stats, jax.random.fold_in(key, 2), cG_cd, loss_cd, phase_steps, phase_chains, progress)
         in_copy = cG_cd.ravel() >= ph.divide
         pick = mixture_draws(cG_cd.ravel(), in_copy, ph.weights[1], cG_cd.size)
         cG, loss = cG_cd.ravel()[pick], loss_cd.ravel()[pick]
         sc, sl = (mixture_summary(ph.weights, ph.weights_sd, getattr(ph, k)) for k in ("cG", "loss"))
-        W, G = _allocate_starts(W, G, stats, h, ph)
+        W, G = _allocate_starts(W, G, ph)
     else:
         ph, cG, loss, sc, sl = None, cG_cd.ravel(), loss_cd.ravel(), _plain(summ.cG), _plain(summ.loss)
     ref = Reference(task, cG, loss, sc, sl, W, G, bool(summ.branches_disagree), ph)
@@ -165,13 +164,13 @@ def reference(task: Task, *, n_chains: int = 32, num_steps: int = 1500, seed: in
     return ref
 
 
-def _phases(task: Task, key, cG, loss, phase_steps: int, phase_chains: int, progress: bool) -> Phases:
-    """The two phases of ``task``'s posterior: weights from the free energy on its counts (in
-    float32, as ``scripts/free_energy.py`` runs it), statistics from the exact draws
-    ``cG, loss: (chain, draw)`` on each side of the divide."""
+def _phases(task: Task, stats, key, cG, loss, phase_steps: int, phase_chains: int, progress: bool) -> Phases:
+    """The two phases of ``task``'s posterior: weights from the free energy on its counts
+    ``stats`` (in float32, as ``scripts/free_energy.py`` runs it), statistics from the exact
+    draws ``cG, loss: (chain, draw)`` on each side of the divide."""
     from copyjax import free_energy
 
-    pr, _, _ = free_energy.softmax_phase_weights(key, task.stats().astype(np.float32), task.hyper,
+    pr, _, _ = free_energy.softmax_phase_weights(key, stats.astype(np.float32), task.hyper,
                                                  num_steps=phase_steps, chains_per_window=phase_chains,
                                                  progress=progress, desc="phase weights")
     win = free_energy.softmax_windows(task.L)
@@ -181,24 +180,21 @@ def _phases(task: Task, key, cG, loss, phase_steps: int, phase_chains: int, prog
                   tuple(phase_summary(loss, s) for s in sides))
 
 
-def _allocate_starts(W, G, stats, h, ph: Phases):
+def _allocate_starts(W, G, ph: Phases):
     """The exact joint draws ``W: (m, V, V)``, ``G: (m, L, L)`` reordered (with repeats) so
     that every leading block of chains holds the phases in the proportion of their weights."""
-    from copyjax.network import observables
+    from copyjax.model import attention
+    from copyjax.order import reported_order_parameters
 
-    cG = np.asarray(jax.vmap(lambda w, g: observables(Params(w, g), stats, h, "softmax")["cG"])(
-        jax.numpy.asarray(W, stats.dtype), jax.numpy.asarray(G, stats.dtype)))
+    cG = np.asarray(jax.vmap(lambda g: reported_order_parameters(attention(g, "softmax"), "softmax")["cG"])(
+        jax.numpy.asarray(G, jax.dtypes.canonicalize_dtype(np.float64))))  # float64 under x64, as the counts
     copy = allocate(len(G), ph.weights[1])
-    pools = [np.flatnonzero(cG < ph.divide), np.flatnonzero(cG >= ph.divide)]
-    for side, pool in zip(PHASES, pools):
-        if not pool.size and (copy if side == "copy" else ~copy).any():
+    idx = np.empty(len(G), int)
+    for side, want in zip(PHASES, (~copy, copy)):
+        pool = np.flatnonzero((cG >= ph.divide) == (side == "copy"))
+        if want.any() and not pool.size:
             raise ValueError(f"no exact chain ended in the {side} phase: run the reference with more chains")
-    counters = [0, 0]
-    idx = []
-    for c in copy.astype(int):
-        idx.append(pools[c][counters[c] % pools[c].size])
-        counters[c] += 1
-    idx = np.asarray(idx)
+        idx[want] = pool[np.arange(want.sum()) % max(pool.size, 1)]
     return W[idx], G[idx]
 
 
