@@ -175,6 +175,9 @@ def table(rows) -> list[str]:
     the phase changes of both runs, and whether each phase is right (per-phase bias z of c_G
     and of the loss, the largest)."""
     num = lambda v, f: "-" if v is None else format(v, f)
+    # A diverged-but-finite run (SGHMC at a large step: loss ~ 1e133) in fixed point would
+    # print a hundred digits: past 1e4 the magnitude is the information.
+    fix = lambda v, f: format(v, "+.1e" if abs(v) >= 1e4 else f)
     two = any(w.get("two_phase") for w in rows)
     lines = ["| sampler | step | steps | wall s | agrees | bias (z) | sd ratio | W1 | loss bias (z) | R-hat | ESS/s | "
              "ESS/grad | from prior: bias (z) | to equilibrium: steps (s) |"
@@ -186,10 +189,10 @@ def table(rows) -> list[str]:
         name = w["sampler"] if w.get("batch_size") is None else f"{w['sampler']} (B = {w['batch_size']})"
         lines.append(f"| {name} | {w['step_size']:.3g} | {w['num_steps']} | {w['wall_s']:.1f} | "
                      f"{'yes' if w['agrees_with_exact'] else 'no'} | "
-                     f"{w['bias']:+.4f} ({w['bias_z']:+.1f}) | {w['sd_ratio']:.3f} +- {w['sd_ratio_se']:.3f} | "
-                     f"{w['w1']:.4f} | {w['loss_bias']:+.4f} ({w['loss_bias_z']:+.1f}) | "
-                     f"{w['rhat']:.3f} | {w['ess_per_s']:.1f} | {num(w.get('ess_per_grad'), '.3f')} | "
-                     f"{w['prior_bias']:+.4f} ({w['prior_bias_z']:+.1f}) | {eq} |" + (_phase_cells(w) if two else ""))
+                     f"{fix(w['bias'], '+.4f')} ({fix(w['bias_z'], '+.1f')}) | {fix(w['sd_ratio'], '.3f')} +- {fix(w['sd_ratio_se'], '.3f')} | "
+                     f"{fix(w['w1'], '.4f')} | {fix(w['loss_bias'], '+.4f')} ({fix(w['loss_bias_z'], '+.1f')}) | "
+                     f"{fix(w['rhat'], '.3f')} | {w['ess_per_s']:.1f} | {num(w.get('ess_per_grad'), '.3f')} | "
+                     f"{fix(w['prior_bias'], '+.4f')} ({fix(w['prior_bias_z'], '+.1f')}) | {eq} |" + (_phase_cells(w) if two else ""))
     return lines
 
 

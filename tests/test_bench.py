@@ -265,6 +265,12 @@ def test_the_leaderboard_section_lists_pending_and_refused_tasks_and_keeps_other
         text = leaderboard.section([done(32, "softmax", 4447, False)], a, "third", kept2)
         assert text.count("| 32 | softmax | above |") == 1 and "| 32 | softmax | above | 4447 | 0.5000 (0.0300) | none" in text
         assert text.count("#### L = 32, V = 32, softmax") == 1 and "#### L = 16, V = 32, linear" in text
+        # a diverged-but-finite run (SGHMC's loss reached 3.8e133 at L = 64) prints its magnitude,
+        # not 134 digits; NaN and ordinary values as before
+        from bench_samplers import table
+
+        line = table([rows[0] | {"loss_bias": 3.8e133, "loss_bias_z": 1.0, "rhat": 2.9e15, "bias": float("nan")}])[2]
+        assert "+3.8e+133 (+1.0)" in line and "| +2.9e+15 |" in line and "+nan (+0.5)" in line and len(line) < 250
     finally:
         sys.path.pop(0)
 
