@@ -172,7 +172,7 @@ def linear_posterior_action(z, P, L: int, V: int, hyper, tokens=None):
 
 
 def newton_root(residual, x0, *, steps: int = 40, max_step: float = 2.0, jacobian=None,
-                levenberg: bool = False, objective=None, with_jacobian: bool = False):
+                levenberg: bool = False, objective=None, with_jacobian: bool = False, tol: float | None = None):
     """Newton's method for ``residual(x) = 0`` from ``x0: (n,)``, a fixed number of steps
     (jit/vmap safe), each step clipped to ``max_step`` per coordinate. ``jacobian``: default
     ``jax.jacfwd(residual)``. ``levenberg``: shift a symmetric Jacobian (a Hessian) until
@@ -181,8 +181,27 @@ def newton_root(residual, x0, *, steps: int = 40, max_step: float = 2.0, jacobia
     jump between basins, which the multi-start search for every minimum relies on).
     The theory's one Newton solver: minima (``newton_minimize``) and the mean-field
     self-consistency equations. ``with_jacobian``: ``residual(x)`` returns ``(r, J)`` in one
-    evaluation (where both come from one expensive pass)."""
+    evaluation (where both come from one expensive pass). ``tol``: stop early once
+    ``max |r(x)| <= tol (1 + max |x|)`` (a ``while_loop``, at most ``steps`` steps): the same
+    iterate as the full run to rounding, since a converged Newton step is ~0. Under ``vmap``
+    a while loop runs until every member stops, so map over starts (``jax.lax.map``) for the
+    saving."""
     jac = jax.jacfwd(residual) if jacobian is None else jacobian
+    if tol is not None:
+        if levenberg or objective is not None:
+            raise ValueError("tol: early stopping is for plain Newton steps (levenberg=False, objective=None)")
+        both = residual if with_jacobian else (lambda x: (residual(x), jac(x)))
+
+        def go_on(c):
+            x, r, _, k = c
+            return (k < steps) & ~(jnp.max(jnp.abs(r)) <= tol * (1 + jnp.max(jnp.abs(x))))
+
+        def step(c):
+            x, r, J, k = c
+            x = x - jnp.clip(jnp.linalg.solve(J, r), -max_step, max_step)
+            return (x, *both(x), k + 1)
+
+        return jax.lax.while_loop(go_on, step, (x0, *both(x0), 0))[0]
 
     def body(x, _):
         r, J = residual(x) if with_jacobian else (residual(x), jac(x))
@@ -391,13 +410,14 @@ def softmax_mf_map(m, P, L: int, V: int, hyper, law: RowLaw, tokens=None):
 
 
 def softmax_mf_newton(m0, P, L: int, V: int, hyper, law: RowLaw, steps: int = 30, max_step: float = 5.0,
-                      tokens=None):
+                      tokens=None, tol: float | None = None):
     """Newton on the mean field's self-consistency ``m = softmax_mf_map(m)`` from ``m0: (2,)``,
     with its Jacobian in closed form, ``I + L Hess F(a, g) Cov(n, p)`` (the tilted covariance
     is ``d(x, y)/dm``), from one pass over the row law per evaluation (``row_moments`` on a
     precomputed ``row_table``); autodiff's ``jacfwd`` through ``jax.grad(row_cumulant)``
     costs several passes and recomputes the table each step. Returns ``(m, max |residual|,
-    Phi, x, y, lowest eigenvalue of softmax_mf_hessian)`` at the last iterate."""
+    Phi, x, y, lowest eigenvalue of softmax_mf_hessian)`` at the last iterate. ``tol``:
+    ``newton_root``'s early stop (each pass over the row law is the cost)."""
     _require_iid(tokens, "the mean field over rows")
     table = row_table(law)
 
@@ -412,7 +432,7 @@ def softmax_mf_newton(m0, P, L: int, V: int, hyper, law: RowLaw, steps: int = 30
         *_, C, dF, HF = parts(m)
         return m + dF, jnp.eye(2, dtype=m.dtype) + L * HF @ C
 
-    m = newton_root(resid_and_jac, m0, steps=steps, max_step=max_step, with_jacobian=True)
+    m = newton_root(resid_and_jac, m0, steps=steps, max_step=max_step, with_jacobian=True, tol=tol)
     Lam, x, y, C, dF, HF = parts(m)
     Phi = sector_action(L * x, L, L * y, L, P, L, V, hyper, tokens=tokens) + L * (m[0] * x + m[1] * y - Lam)
     H = L**2 * HF + L * jnp.linalg.inv(C)

@@ -37,6 +37,21 @@ def one_device():
     return jax.devices()[:1]
 
 
+# The heaviest files first. pytest-xdist's loadfile hands whole files to the two workers in
+# order; by default it orders them by their number of tests, which put test_free_energy.py (9
+# tests, 263 s at 8b582d1, docs/testing.md) late, on one worker, alone. With
+# --no-loadscope-reorder (pyproject's addopts) the order is this collection order, longest
+# first (the classic fix). Stable: the tests keep their order within a file.
+_HEAVY_FIRST = ("test_scripts.py", "test_free_energy.py", "test_phase_diagram.py", "test_bench.py",
+                "test_op_posterior.py", "test_mask.py", "test_bench_phases.py", "test_samplers.py",
+                "test_exact_posterior.py", "test_published_numbers.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(_HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 def pytest_unconfigure(config):
     if _OWN_CACHE is not None:
         import shutil

@@ -236,3 +236,10 @@ def test_mean_field_newton_jacobian_is_the_autodiff_jacobian():
             m_new = R.softmax_mf_newton(m0, P, L, V, hyper, law, steps=steps, max_step=1e6)[0]
             m_old = R.newton_root(resid, m0, steps=steps, max_step=1e6)
             np.testing.assert_allclose(m_new, m_old, rtol=1e-9, atol=1e-9)
+        # the early stop (what theory's mean-field search uses) lands on the same root; one
+        # that stopped on a wrong test (at once, or on the step instead of the residual) would not
+        m_tol = R.softmax_mf_newton(m0, P, L, V, hyper, law, steps=30, max_step=1e6, tol=1e-12)
+        np.testing.assert_allclose(m_tol[0], m_new, rtol=1e-10, atol=1e-10)
+        assert float(m_tol[1]) < 1e-10 * (1 + float(jnp.max(jnp.abs(m_tol[0]))))
+    with pytest.raises(ValueError, match="tol"):
+        R.newton_root(lambda x: x**2 - 2.0, jnp.array([1.0]), levenberg=True, tol=1e-9)
