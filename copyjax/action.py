@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 
 from copyjax._checks import check_activation, check_square, check_stats, is_concrete
-from copyjax.data import stats_size
+from copyjax.data import float_stats, stats_size
 from copyjax.model import attention, stats_contractions
 
 
@@ -92,7 +92,9 @@ def marginal_logdensity(G: jax.Array, stats: jax.Array, hyper, activation: str) 
     """``-S_P(G)`` up to a constant, ``G: (L, L)``: the log density every sampler of G uses
     (no argument checks: traced inside samplers). ``-inf`` (never NaN) where M is not
     positive definite, so a Metropolis step rejects such a proposal. The pattern is formed in
-    the statistics' dtype (the O(L^2 V^2) contraction dominates the cost)."""
+    the statistics' float dtype (``data.float_stats``: integer counts are cast to JAX's default
+    float, never G to an integer type; the O(L^2 V^2) contraction dominates the cost)."""
+    stats = float_stats(stats)
     v = -_action(attention(G.astype(stats.dtype), activation), G, stats, hyper)
     return jnp.where(jnp.isfinite(v), v, -jnp.inf)
 

@@ -148,6 +148,26 @@ def expected_stats(P, L: int, V: int, dtype=jnp.float32, tokens=None) -> jax.Arr
     return jnp.asarray(P, dtype) * (eye_L * diag + (1 - eye_L) * off)
 
 
+def float_stats(stats) -> jax.Array:
+    """``stats`` as floating point: integer (or boolean) counts cast to JAX's default float
+    (float64 under x64, else float32), floating statistics returned as they are. Every
+    sampler, observer and loss forms the attention pattern in this dtype (``compute_dtype``),
+    so integer counts give the same answer as the same counts in floats."""
+    stats = jnp.asarray(stats)
+    if jnp.issubdtype(stats.dtype, jnp.floating):
+        return stats
+    if jnp.issubdtype(stats.dtype, jnp.integer) or stats.dtype == jnp.bool_:
+        return stats.astype(jax.dtypes.canonicalize_dtype(jnp.float64))
+    raise TypeError(f"stats must hold real counts (integer or floating), got dtype {stats.dtype}")
+
+
+def compute_dtype(stats):
+    """The float dtype the O(L^2 V^2) contraction with ``stats`` runs in: the statistics' own
+    if floating (float32 statistics: twice the speed of float64), else JAX's default float."""
+    dtype = jnp.result_type(stats)
+    return dtype if jnp.issubdtype(dtype, jnp.floating) else jax.dtypes.canonicalize_dtype(jnp.float64)
+
+
 def stats_size(stats) -> jax.Array:
     """Number of sequences P behind ``stats`` (trace of ``C[0, 0]``)."""
     return jnp.trace(stats[0, 0])
@@ -158,5 +178,5 @@ def stats_peak_bytes(L: int, V: int, chunk: int = DEFAULT_CHUNK) -> int:
     return 4 * chunk * L * (L - 1) + 4 * chunk * L + 4 * L * L * V * V * 3
 
 
-__all__ = ["copy_targets", "DEFAULT_CHUNK", "expected_stats", "one_hot", "sample_tokens", "sampled_stats",
+__all__ = ["compute_dtype", "copy_targets", "DEFAULT_CHUNK", "expected_stats", "float_stats", "one_hot", "sample_tokens", "sampled_stats",
            "stats_peak_bytes", "stats_size", "streamed_tokens", "sufficient_stats"]

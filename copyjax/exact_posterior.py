@@ -32,6 +32,7 @@ from copyjax import mask as causal
 from copyjax._checks import check_activation, check_burn_in, check_size
 from copyjax.action import expected_loss, marginal_logdensity
 from copyjax.chains import Layout, Samples, Schedule, nested_rhat, run_chains, summarize
+from copyjax.data import float_stats
 from copyjax.model import attention, shift_matrix, uniform_matrix
 from copyjax.order import reported_order_parameters
 from copyjax.schema import ExactStat, ExactSummary, FamilyMeans, SignFamilies
@@ -218,18 +219,18 @@ class ExactObserver(NamedTuple):
     mask: str = "full"
 
     def __call__(self, G, data) -> dict:
+        stats = float_stats(data["stats"])
         if self.mask == "causal":
-            stats = data["stats"]
             A = causal.causal_attention(G.astype(stats.dtype), self.activation)
             cG = causal.causal_order(A)
             zero = jnp.zeros((), cG.dtype)
             return {"c1": 1.0 - cG, "cG": cG, "abs_rho": zero, "family": zero,
                     "loss": causal.causal_expected_loss(A, stats, self.hyper),
                     "logdensity": causal.causal_logdensity(G, stats, self.hyper, self.activation)}
-        A = attention(G.astype(data["stats"].dtype), self.activation)
+        A = attention(G.astype(stats.dtype), self.activation)
         return reported_order_parameters(A, self.activation) | {
-            "loss": expected_loss(A, data["stats"], self.hyper),
-            "logdensity": marginal_logdensity(G, data["stats"], self.hyper, self.activation)}
+            "loss": expected_loss(A, stats, self.hyper),
+            "logdensity": marginal_logdensity(G, stats, self.hyper, self.activation)}
 
 
 # ------------------------------------------------------------------------------ driver
@@ -344,6 +345,7 @@ def sample_exact_posterior(key, stats, hyper, activation: str, *, n_chains: int,
     # positions take it; the O(L^2 V^2) contraction runs in the statistics' dtype (float32
     # statistics: twice the speed; the Metropolis test stays exact for that density)
     pos_dtype = jax.dtypes.canonicalize_dtype(jnp.float64)
+    stats = float_stats(stats)  # integer counts: cast once here, not truncate G to integers
     L = stats.shape[0]
     k_init, k_run = jax.random.split(key)
     n_copy = n_chains // 2

@@ -36,7 +36,7 @@ from copyjax import mbar
 from copyjax._checks import check_activation, check_burn_in, check_positive, check_size
 from copyjax.action import action_from_KB, marginal_logdensity
 from copyjax.chains import Layout, Schedule, run_chains
-from copyjax.data import stats_size
+from copyjax.data import float_stats, stats_size
 from copyjax.model import attention, shift_matrix, stats_contractions, uniform_matrix
 from copyjax.order import reported_order_parameters
 
@@ -153,7 +153,7 @@ class UmbrellaObserver(NamedTuple):
     mask: str = "full"
 
     def __call__(self, G, data) -> dict:
-        stats = data["stats"]
+        stats = float_stats(data["stats"])
         Gs = G.astype(stats.dtype)  # the contraction in the statistics' dtype; xi and the prior in G's
         P = stats_size(stats).astype(Gs.dtype)
         if self.mask == "causal":
@@ -247,6 +247,7 @@ def sample_umbrella(key, stats, hyper, activation: str, centers, *, kappa: float
     t_grid = temps if t_grid is None else np.atleast_1d(np.asarray(t_grid, float))
     if not all(np.any(np.isclose(t_grid, t)) for t in temps):
         raise ValueError("t_grid must contain every sampled temper in temps")
+    stats = float_stats(stats)
     L = stats.shape[0]
     cpw = check_size("chains_per_window", chains_per_window, 1)
     cc, tt = np.meshgrid(centers, temps, indexing="ij")

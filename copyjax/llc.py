@@ -31,7 +31,7 @@ import numpy as np
 from copyjax import exact_posterior
 from copyjax._checks import check_activation, check_burn_in, check_positive, check_size
 from copyjax.chains import Layout, Schedule, run_chains, summarize
-from copyjax.data import stats_size
+from copyjax.data import float_stats, stats_size
 from copyjax.model import attention, log_likelihood_from_stats, stats_contractions
 from copyjax.order import reported_order_parameters
 
@@ -46,6 +46,7 @@ def default_nbeta(P: float) -> float:
 def mean_loss(W, G, stats, activation: str) -> jax.Array:
     """``L_n(W, G)``: the mean over sequences of ``(1/2L) sum_l |y - W h|^2``, through the
     statistics ``stats: (L, L, V, V)``; ``W: (V, V)``, ``G: (L, L)``. Scalar."""
+    stats = float_stats(stats)
     A = attention(G, activation).astype(stats.dtype)
     return -log_likelihood_from_stats(W.astype(A.dtype), A, stats, 1.0) / stats_size(stats).astype(A.dtype)
 
@@ -62,6 +63,7 @@ class _Conditional(NamedTuple):
 
 def _conditional(G, stats, W_star, nbeta, gamma, activation) -> _Conditional:
     """W's Gaussian conditional under pi given G (module docstring)."""
+    stats = float_stats(stats)
     A = attention(G, activation).astype(stats.dtype)
     L, V = A.shape[-1], stats.shape[-1]
     K, B = stats_contractions(A, stats)
@@ -113,7 +115,7 @@ class LLCObserver(NamedTuple):
     gamma: float
 
     def __call__(self, G, data) -> dict:
-        A = attention(G.astype(data["stats"].dtype), self.activation)
+        A = attention(G.astype(float_stats(data["stats"]).dtype), self.activation)
         rep = reported_order_parameters(A, self.activation)
         return {"loss": expected_loss_given_G(G, data["stats"], data["W_star"], self.nbeta, self.gamma,
                                               self.activation),
@@ -175,6 +177,7 @@ def estimate_llc(key, stats, W_star, G_star, activation: str, *, nbeta: float | 
     lambda_hat is far below its large-n limit (``regular_w_llc`` gives the W block's share)."""
     n_chains, num_steps, burn_in, nbeta, gamma, W_star, G_star = _checked(
         stats, W_star, G_star, activation, nbeta, gamma, n_chains, num_steps, burn_in, 1)
+    stats = float_stats(stats)
     L, V = stats.shape[0], stats.shape[-1]
     dtype = jax.dtypes.canonicalize_dtype(jnp.float64)
     G0 = jnp.broadcast_to(G_star.astype(dtype), (n_chains, L, L))

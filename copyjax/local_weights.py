@@ -23,6 +23,7 @@ import numpy as np
 from copyjax._checks import check_activation, check_positive, check_size, check_square, check_stats
 from copyjax._optim import lbfgs_minimize
 from copyjax.action import exact_action
+from copyjax.data import compute_dtype
 
 
 class LaplaceMass(NamedTuple):
@@ -74,7 +75,7 @@ def laplace_log_mass(G0, stats, hyper, activation: str, *, max_steps: int = 3000
         eig = jnp.linalg.eigvalsh(H)
         return G, fun(G), jnp.sum(jnp.log(eig)), eig[0], jnp.max(jnp.abs(jax.grad(fun)(G))), n
 
-    G, S, logdet, lo, g, n = run(jnp.asarray(G0, stats.dtype))
+    G, S, logdet, lo, g, n = run(jnp.asarray(G0, compute_dtype(stats)))
     d = L * L
     logdet = float(logdet) if float(lo) > 0 else float("nan")
     return LaplaceMass(np.asarray(G), float(S), logdet, -float(S) + 0.5 * d * math.log(2 * math.pi) - 0.5 * logdet,

@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from copyjax._checks import check_size
-from copyjax.data import copy_targets, sufficient_stats
+from copyjax.data import compute_dtype, copy_targets, sufficient_stats
 from copyjax.model import attention
 
 
@@ -80,7 +80,7 @@ def shared_batch(data: dict, step, V: int, batch_size: int) -> dict:
     tokens = data["tokens"]
     P = tokens.shape[0]
     idx = draw_batch(jax.random.fold_in(data["batch_key"], step), P, batch_size)
-    return data | {"stats": batch_stats(tokens[idx], V, P, data["stats"].dtype)}
+    return data | {"stats": batch_stats(tokens[idx], V, P, compute_dtype(data["stats"]))}
 
 
 # Minibatch size above which the exact statistics gradient costs less per chain-step than a

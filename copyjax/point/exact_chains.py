@@ -144,11 +144,13 @@ def exact_joint_starts(key, run, n: int, stats, hyper, activation: str):
     import jax.numpy as jnp
 
     from copyjax import network
+    from copyjax.data import float_stats
     from copyjax.model import attention
 
     ok = np.flatnonzero(~run.stuck & ~np.asarray(run.samples.nonfinite))
     ok = ok if ok.size else np.arange(len(run.stuck))
     G = jnp.asarray(np.asarray(run.samples.final.position)[ok[np.arange(n) % ok.size]])
+    stats = float_stats(stats)
     A = attention(G.astype(stats.dtype), activation)
     W = jax.vmap(lambda k, a: network.sample_w_posterior(k, a, stats, hyper))(jax.random.split(key, n), A)
     return network.Params(W.astype(jnp.float32), G.astype(jnp.float32))
