@@ -317,6 +317,23 @@ def summarize(draws: np.ndarray, exclude: np.ndarray | None = None) -> Summary:
                    ess=nan)
 
 
+_ESS_BULK = jax.jit(blackjax.diagnostics.ess_bulk)
+_ESS_TAIL = jax.jit(blackjax.diagnostics.ess_tail)
+
+
+def ess_bulk_tail(draws: np.ndarray) -> tuple[float, float]:
+    """Rank-normalised bulk and tail ESS (Vehtari et al. 2021, "Rank-normalization, folding, and
+    localization"; ``blackjax.diagnostics.ess_bulk`` / ``ess_tail``, jitted) of ``draws: (chain,
+    draw)``; NaN where they are not defined (fewer than 2 chains or 4 draws, non-finite draws,
+    constant chains)."""
+    x = np.asarray(draws, float)
+    nan = (float("nan"), float("nan"))
+    if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 4 or not np.isfinite(x).all() or np.ptp(x) == 0:
+        return nan
+    xj = jnp.asarray(x)
+    return float(_ESS_BULK(xj)), float(_ESS_TAIL(xj))
+
+
 def nested_rhat(draws: np.ndarray, superchain: np.ndarray) -> float:
     """Nested R-hat (Margossian et al. 2022, "Nested R-hat: assessing the convergence of
     Markov chain Monte Carlo when running many short chains"), ``draws: (chain, draw)``,
@@ -342,5 +359,6 @@ def nested_rhat(draws: np.ndarray, superchain: np.ndarray) -> float:
     return float(np.sqrt(1.0 + B / W))
 
 
-__all__ = ["Fixed", "Layout", "PositionObserver", "Samples", "Schedule", "chain_keys", "chain_mesh", "nested_rhat",
+__all__ = ["Fixed", "Layout", "PositionObserver", "Samples", "Schedule", "chain_keys", "chain_mesh", "ess_bulk_tail",
+           "nested_rhat",
            "run_algorithm", "run_chains", "summarize"]

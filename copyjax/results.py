@@ -65,6 +65,27 @@ def config_hash(cfg: dict) -> str:
     return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def load_if_same(path: str, key: dict):
+    """The JSON record at ``path`` if it was saved (``save_with_key``) under the same ``key``
+    (everything that determines it: task, method, settings, versions), else None: absent, or
+    written for something else, so the caller recomputes instead of reusing it."""
+    if not os.path.exists(path):
+        return None
+    record = read_json(path)
+    return record if record.get("key_hash") == config_hash(key) else None
+
+
+def save_with_key(path: str, key: dict, record: dict) -> None:
+    """``record`` with its ``key`` and the key's hash, atomically (``load_if_same`` reads it)."""
+    write_json(path, record | {"key": key, "key_hash": config_hash(key)})
+
+
+def file_digest(path: str) -> str:
+    """16 hex digits of a file's contents (a user's sampler module, say: part of a result's key)."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
+
+
 def point_path(out: str, activation: str, index: int) -> str:
     """``out/points/<activation>_<index>``: the base name of one point's ``.json`` and ``.npz``."""
     return os.path.join(out, "points", f"{activation}_{index:03d}")
@@ -107,5 +128,6 @@ RECORDED_PACKAGES = ("copyjax", "jax", "jaxlib", "blackjax", "optax", "numpyro",
                      "chex", "arviz")
 
 
-__all__ = ["RECORDED_PACKAGES", "atomic_savez", "atomic_write_bytes", "config_hash", "load_point",
-           "package_versions", "point_path", "read_json", "save_point", "write_csv", "write_json"]
+__all__ = ["RECORDED_PACKAGES", "atomic_savez", "atomic_write_bytes", "config_hash", "file_digest", "load_if_same",
+           "load_point", "package_versions", "point_path", "read_json", "save_point", "save_with_key", "write_csv",
+           "write_json"]

@@ -16,11 +16,14 @@ an explicit Langevin step is stable in the stiffest direction, bracketed by a fa
 number of steps.
 
 Writes DIR/report.json ({"task": ..., "reference": ..., "rows": [...]}, one row per sampler and
-step size: agrees_with_exact, bias_z, sd_ratio, w1, ks, ... and prior_* for the run from prior
-starts), DIR/report.md (a table) and DIR/bias_vs_step.png (bias and time to equilibrium against step size;
-two-phase: the copy weight too); each row is saved as it finishes
-(DIR/rows/), so an interrupted run resumes. The exact reference is cached in
-~/.cache/copyjax/bench (--cache-dir).
+step size: verdict (agrees, disagrees or inconclusive) and verdict_reason, bias_z, sd_ratio, w1,
+ks, ... and prior_* for the run from prior starts; the reference's gate: R-hat < 1.01, bulk and
+tail ESS >= 400, or every verdict is inconclusive), DIR/report.md (a table) and
+DIR/bias_vs_step.png (bias and time to equilibrium against step size; two-phase: the copy
+weight too); each row is saved as it finishes (DIR/rows/, keyed to the task, the sampler (an
+import path's source file by its digest), every run setting and the reference's settings), so
+an interrupted run resumes and a row is reused only for the same run. A DIR that holds another
+task's report is refused. The exact reference is cached in ~/.cache/copyjax/bench (--cache-dir).
 
 Inside a softmax coexistence window (the exact chains' start families disagree), or anywhere
 with --phase-weights, the reference is the mixture of the pooling and copy phases: weights
@@ -105,6 +108,10 @@ def main(argv=None):
     if a.batch_size is not None and a.batch_size > a.P:
         parser().error(f"--batch-size must be in [1, P] = [1, {a.P}], got {a.batch_size}")
     task = bench.Task(a.L, a.V, a.activation, a.P, a.data_seed).checked()
+    old = os.path.join(a.out, "report.json")
+    if os.path.exists(old) and results.read_json(old).get("task") != task._asdict():
+        parser().error(f"--out {a.out} holds the report of another task ({results.read_json(old).get('task')}); "
+                       "use another --out")
     os.makedirs(os.path.join(a.out, "rows"), exist_ok=True)
     print(f"exact reference: L={a.L} V={a.V} {a.activation} P={a.P} data seed {a.data_seed} "
           f"({a.ref_chains} chains x {a.ref_steps} steps, cached)", flush=True)
@@ -115,6 +122,7 @@ def main(argv=None):
                           phase_steps=a.phase_steps, phase_chains=a.phase_chains)
     r = ref.summary_cG
     print(f"  c_G: mean {r.mean:.4f} +- {r.mcse:.4f}, sd {r.sd:.4f} (R-hat {r.rhat:.3f}, ESS {r.ess:.0f})", flush=True)
+    print(f"  reference gate: {'passed' if ref.gate['ok'] else 'FAILED'}: {ref.gate['reason']}", flush=True)
     if ref.phases is not None:
         ph = ref.phases
         print(f"  two phases (free energy): copy weight {ph.weights[1]:.3f} +- {ph.weights_sd[1]:.3f}; c_G "
@@ -125,34 +133,35 @@ def main(argv=None):
     eps0 = auto_step_size(a.P, a.V, task.hyper)
     steps = a.step_size or [f * eps0 for f in (a.step_factors or (0.25, 1.0, 4.0))]
     rows, reused = [], 0
+    ref_settings = {"n_chains": a.ref_chains, "num_steps": a.ref_steps, "phases": True if a.phase_weights else None,
+                    "phase_steps": a.phase_steps, "phase_chains": a.phase_chains}
     for name, build in specs:
         for eps in steps:
-            path = os.path.join(a.out, "rows", f"{name.replace(':', '__').replace('/', '_')}_{eps:.6g}.json")
             batch = a.batch_size if bench.is_minibatch(build) else None
-            same_run = lambda row: (row["n_chains"] == a.chains and row.get("budget_seconds") == a.budget_seconds
-                                    and row.get("batch_size") == batch
-                                    and bool(row.get("two_phase")) == (ref.phases is not None)
-                                    and (a.budget_seconds is not None or row["num_steps"] == a.num_steps))
-            if os.path.exists(path) and same_run(results.read_json(path)):
-                row = results.read_json(path)
-                row["agrees_with_exact"] = bench.verdict(row)  # judged again: the criteria may have changed
-                row["agrees_within_phases"] = bench.score.within_phases(row)
+            key = {"task": task._asdict(), "sampler": name, "source": sampler_source(name, build), "step_size": eps,
+                   "n_chains": a.chains, "num_steps": a.num_steps, "budget_seconds": a.budget_seconds,
+                   "batch_size": batch, "thin": a.thin, "seed": a.seed, "reference": ref_settings,
+                   "scores_version": bench.score.SCORES_VERSION, "x64": True}
+            path = os.path.join(a.out, "rows", f"{name.replace(':', '__').replace('/', '_')}_{eps:.6g}_"
+                                f"{results.config_hash(key)}.json")
+            row = results.load_if_same(path, key)
+            if row is not None:
+                row = rejudge({k: v for k, v in row.items() if k not in ("key", "key_hash")}, ref.gate)  # the criteria may have changed since it was saved
                 rows.append(row)
                 reused += 1
-                print(f"  {name} eps={eps:.3g}: reused", flush=True)
+                print(f"  {name} eps={eps:.3g}: reused ({row['verdict']})", flush=True)
                 continue
             s = bench.score_sampler(ref, name, build, eps, n_chains=a.chains, num_steps=a.num_steps, thin=a.thin,
                                     seed=a.seed, progress=not a.no_progress, budget_seconds=a.budget_seconds,
                                     batch_size=batch)
             row = s.row() | {"budget_seconds": a.budget_seconds}
-            results.write_json(path, row)
+            results.save_with_key(path, key, row)
             # drop this row's compiled programs (no later row reuses them): a long run otherwise
             # accumulates them until LLVM cannot map code for the next one (the leaderboard died
             # so twice, "Cannot allocate memory" with 20 GB free: the process's memory maps)
             jax.clear_caches()
             rows.append(row)
-            print(f"  {name} eps={eps:.3g}: {'agrees' if row['agrees_with_exact'] else 'DISAGREES'} "
-                  f"(bias_z {row['bias_z']:+.1f}, sd ratio {row['sd_ratio']:.3f}, R-hat {row['rhat']:.3f}, "
+            print(f"  {name} eps={eps:.3g}: {row['verdict'].upper()} ({row['verdict_reason']}; bias_z {row['bias_z']:+.1f}, sd ratio {row['sd_ratio']:.3f}, R-hat {row['rhat']:.3f}, "
                   f"from prior: bias_z {row['prior_bias_z']:+.1f}, equilibrium at step "
                   f"{row['prior_steps_to_equilibrium']})"
                   + ("" if ref.phases is None else
@@ -160,13 +169,39 @@ def main(argv=None):
                      f"{'right' if row['agrees_within_phases'] else 'WRONG'} within phases"), flush=True)
     results.write_json(os.path.join(a.out, "report.json"), {
         "task": task._asdict(), "reference": {"cG": r.to_json(), "loss": ref.summary_loss.to_json(),
-                                              "quantiles": ref.quantiles(),
+                                              "quantiles": ref.quantiles(), "gate": ref.gate,
+                                              "settings": ref_settings,
                                               "phases": None if ref.phases is None else ref.phases.to_json()},
         "eps0": eps0, "rows": rows, "reused_rows": reused})
     write_markdown(os.path.join(a.out, "report.md"), task, ref, rows)
     plot(os.path.join(a.out, "bias_vs_step.png"), rows, ref.phases)
     print(f"report.json, report.md, bias_vs_step.png in {a.out}", flush=True)
     return rows
+
+
+def sampler_source(name: str, build) -> str | None:
+    """A digest of the source file of an import path's ``build`` (None for registry names,
+    which the copyjax version pins): an edited user sampler is a different sampler."""
+    import inspect
+
+    from copyjax import results
+
+    if ":" not in name:
+        return None
+    try:
+        return results.file_digest(inspect.getsourcefile(build))
+    except (TypeError, OSError):
+        return None
+
+
+def rejudge(row: dict, gate: dict) -> dict:
+    """``row`` judged again (``bench.judge``) against the reference's ``gate``."""
+    from copyjax import bench
+
+    row["verdict"], row["verdict_reason"] = bench.judge(row, gate)
+    row["agrees_with_exact"] = row["verdict"] == "agrees"
+    row["agrees_within_phases"] = bench.score.within_phases(row)
+    return row
 
 
 def table(rows) -> list[str]:
@@ -179,7 +214,7 @@ def table(rows) -> list[str]:
     # print a hundred digits: past 1e4 the magnitude is the information.
     fix = lambda v, f: format(v, "+.1e" if abs(v) >= 1e4 else f)
     two = any(w.get("two_phase") for w in rows)
-    lines = ["| sampler | step | steps | wall s | agrees | bias (z) | sd ratio | W1 | loss bias (z) | R-hat | ESS/s | "
+    lines = ["| sampler | step | steps | wall s | verdict | bias (z) | sd ratio | W1 | loss bias (z) | R-hat | ESS/s | "
              "ESS/grad | from prior: bias (z) | to equilibrium: steps (s) |"
              + (" copy weight (z) | from prior (z) | crossings | within phases: max z |" if two else ""),
              "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|---|" if two else "")]
@@ -188,7 +223,7 @@ def table(rows) -> list[str]:
         eq = "never" if eq is None else f"{eq} ({num(w.get('prior_seconds_to_equilibrium'), '.1f')})"
         name = w["sampler"] if w.get("batch_size") is None else f"{w['sampler']} (B = {w['batch_size']})"
         lines.append(f"| {name} | {w['step_size']:.3g} | {w['num_steps']} | {w['wall_s']:.1f} | "
-                     f"{'yes' if w['agrees_with_exact'] else 'no'} | "
+                     f"{w.get('verdict', 'yes' if w['agrees_with_exact'] else 'no')} | "
                      f"{fix(w['bias'], '+.4f')} ({fix(w['bias_z'], '+.1f')}) | {fix(w['sd_ratio'], '.3f')} +- {fix(w['sd_ratio_se'], '.3f')} | "
                      f"{fix(w['w1'], '.4f')} | {fix(w['loss_bias'], '+.4f')} ({fix(w['loss_bias_z'], '+.1f')}) | "
                      f"{fix(w['rhat'], '.3f')} | {w['ess_per_s']:.1f} | {num(w.get('ess_per_grad'), '.3f')} | "
@@ -219,7 +254,15 @@ def write_markdown(path, task, ref, rows):
                   f"{ph.weights_sd[1]:.3f} (free energy, MBAR); c_G {ph.cG[0].mean:.4f} (sd {ph.cG[0].sd:.4f}) "
                   f"in the pooling phase, {ph.cG[1].mean:.4f} (sd {ph.cG[1].sd:.4f}) in the copy phase; the exact "
                   "c_G above is their mixture."]
+    g = ref.gate
+    lines += ["", f"Reference gate (R-hat < 1.01, bulk and tail ESS >= 400 for c_G and the loss): "
+              f"{'passed' if g['ok'] else 'FAILED, every verdict inconclusive'}: {g['n_draws']} draws, R-hat "
+              f"{g['rhat']:.4f}, ESS bulk {g['ess_bulk']:.0f} / tail {g['ess_tail']:.0f} (loss: R-hat "
+              f"{g['loss_rhat']:.4f}, {g['loss_ess_bulk']:.0f} / {g['loss_ess_tail']:.0f})."]
     lines += [""] + table(rows)
+    reasons = [f"- {w['sampler']} at {w['step_size']:.3g}: {w['verdict']}: {w['verdict_reason']}" for w in rows
+               if w.get("verdict") and w["verdict"] != "agrees"]
+    lines += ["", "Why not agrees:", ""] + reasons if reasons else []
     atomic_write_bytes(path, ("\n".join(lines) + "\n").encode())
 
 

@@ -9,7 +9,8 @@ P_1 and the crossover P_x; ``inside``, softmax only, at the posterior form's equ
 scored against the two-phase reference: phase weights from the free energy, --phase-steps x
 --phase-chains umbrella steps per window), ``scripts/bench_samplers.py`` scores every sampler (--samplers,
 default the whole registry) at --step-factors x eps0 with an equal wall budget per run
-(--budget-seconds of sampling, compilation and tuning not counted) in OUT/L{L}_{activation}_{regime}/.
+(--budget-seconds of sampling, compilation and tuning not counted) in
+OUT/L{L}_V{V}_{activation}_{regime}_data{data seed}/.
 The tables go into --doc (default docs/leaderboard.md) between the lines
 ``<!-- leaderboard:begin -->`` and ``<!-- leaderboard:end -->`` (appended if absent), and into
 OUT/leaderboard.md, rewritten after every task (tasks still to run are listed as pending). The
@@ -110,7 +111,7 @@ def main(argv=None):
                   "no task", flush=True)
     grid = [t for t in grid if t["P"] is not None]
     for t in grid:
-        out = os.path.join(a.out, f"L{t['L']}_{t['activation']}_{t['regime']}")
+        out = os.path.join(a.out, task_folder(t, a.data_seed))
         print(f"== L={t['L']} V={a.V} {t['activation']} {t['regime']} the transition: P={t['P']} -> {out}",
               flush=True)
         bargs = ["--L", str(t["L"]), "--V", str(a.V), "--activation", t["activation"], "--P", str(t["P"]),
@@ -145,6 +146,12 @@ def main(argv=None):
 
 
 ACTIVATIONS, REGIMES = ("softmax", "linear"), ("below", "inside", "above")
+
+
+def task_folder(t, data_seed: int) -> str:
+    """A task's folder under --out, named by everything that picks its data: L, V, activation,
+    regime (which sets P) and the data seed (the rows inside are keyed to the rest)."""
+    return f"L{t['L']}_V{t['V']}_{t['activation']}_{t['regime']}_data{data_seed}"
 
 
 def key(t) -> tuple:
@@ -198,8 +205,9 @@ def section(tasks, a, cmd, kept=None) -> str:
              f"per run, step sizes {', '.join(f'{f:g}' for f in a.step_factors)} x eps0). Each task's table names "
              "the command that ran it (its settings) and its minutes; tasks that command did not run are kept "
              "from earlier runs.", "",
-             "| L | activation | regime | P | exact c_G (sd) | agree (sampler @ step / eps0) | best ESS/s of those |",
-             "|---:|---|---|---:|---|---|---:|"]
+             "| L | activation | regime | P | exact c_G (sd) | agree (sampler @ step / eps0) | best ESS/s of those | "
+             "inconclusive |",
+             "|---:|---|---|---:|---|---|---:|---|"]
     rows, blocks = {}, {}
     for k, v in kept.items():
         rows[k], blocks[k] = v["row"], v["block"]
@@ -207,10 +215,10 @@ def section(tasks, a, cmd, kept=None) -> str:
         k, rep = key(t), t["report"]
         head = f"| {t['L']} | {t['activation']} | {t['regime']} | {t['P']} |"
         if not t.get("done", True):
-            rows[k] = f"{head} pending: not run yet (the same command continues) | - | - |"
+            rows[k] = f"{head} pending: not run yet (the same command continues) | - | - | - |"
             continue
         if rep is None:
-            rows[k] = f"{head} refused by bench_samplers (its log says why) | - | - |"
+            rows[k] = f"{head} refused by bench_samplers (its log says why) | - | - | - |"
             continue
         r, ph = rep["reference"]["cG"], rep["reference"].get("phases")
         at = lambda ws: ", ".join(f"{w['sampler']} @ {w['step_size'] / t['eps0']:.3g}" for w in ws) or "none"
@@ -221,7 +229,10 @@ def section(tasks, a, cmd, kept=None) -> str:
             exact += f"; copy weight {ph['weights'][1]:.2f} +- {ph['weights_sd'][1]:.2f}"
             agree += "; right within each phase: " + at([w for w in rep["rows"] if w.get("agrees_within_phases")])
         best = f"{max(w['ess_per_s'] for w in ok):.1f}" if ok else "-"
-        rows[k] = f"{head} {exact} | {agree} | {best} |"
+        unsure = at([w for w in rep["rows"] if w.get("verdict") == "inconclusive"])
+        if not rep["reference"].get("gate", {}).get("ok", True):
+            unsure = "all: the reference fails its gate"
+        rows[k] = f"{head} {exact} | {agree} | {best} | {unsure} |"
         minutes = "" if t.get("minutes") is None else f", {t['minutes']:.1f} min"
         if rep.get("reused_rows"):
             minutes += f" ({rep['reused_rows']} of {len(rep['rows'])} rows reused from an earlier run of it)"

@@ -7,8 +7,8 @@ paths), ``score.score_sampler`` (the runs, the scores and the verdict).
 """
 from copyjax.bench.samplers import FULL_BATCH, is_minibatch, resolve, SAMPLERS
 from copyjax.bench.phases import Phases
-from copyjax.bench.score import score_sampler, Scores, verdict, within_phases
+from copyjax.bench.score import judge, score_sampler, Scores, verdict, within_phases
 from copyjax.bench.task import reference, Reference, Task
 
-__all__ = ["FULL_BATCH", "is_minibatch", "Phases", "reference", "Reference", "resolve", "SAMPLERS", "score_sampler",
+__all__ = ["FULL_BATCH", "is_minibatch", "judge", "Phases", "reference", "Reference", "resolve", "SAMPLERS", "score_sampler",
            "Scores", "Task", "verdict", "within_phases"]

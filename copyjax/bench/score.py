@@ -10,23 +10,36 @@ Two runs per (sampler, step size), each ``n_chains`` chains of ``num_steps`` ste
   of the exact mean; the last two thirds are scored as above.
 
 Scores (each with its standard error where it has one): the bias of the mean (absolute and in
-combined MCSEs, ``bias_z``), ``sd_ratio`` (sampled sd / exact sd, error from both ESSs),
-Wasserstein-1 and Kolmogorov-Smirnov distances between the sampled and the exact draws, the
-loss's bias, R-hat, ESS, ESS per second and per step. ``agrees_with_exact`` (``verdict``, a
-function of the scores alone, so a saved row can be judged again): |bias_z| <= 4,
-|sd_ratio - 1| <= 4 of its errors and |loss_bias_z| <= 4 in both runs (the loss is where a
-biased W shows: SGLD's O(eps) excess variance in the stiff W directions), R-hat < 1.1 in the
-stationary run (a chain that never moves fails here even from exact starts), and the
-relaxation run reaching equilibrium before its end. The tolerances are in standard errors, so a
-budget too short to resolve a sampler (few effective draws) is a weak test of it: the report
-gives the ESS beside each verdict.
+combined MCSEs of sampler and reference, ``bias_z``), ``sd_ratio`` (sampled sd / exact sd; its
+error ``sd_ratio_se`` is that of log sd_ratio under the null, sqrt(1/(2 ESS) + 1/(2 ESS_ref)),
+so it does not grow with the sampler's own overdispersion), Wasserstein-1 and
+Kolmogorov-Smirnov distances between the sampled and the exact draws, the loss's bias, R-hat,
+ESS (numpyro's, and the rank-normalised bulk and tail ESS of c_G and of the loss), ESS per
+second and per step, the chains that moved.
+
+The verdict (``judge``, a function of the row and the reference's gate alone, so a saved row
+can be judged again) is three-valued, with its reason:
+
+* ``inconclusive`` when the run cannot tell: the reference fails its gate
+  (``task.reference_gate``: R-hat < 1.01, bulk and tail ESS >= 400), or a run's bulk or tail
+  ESS of c_G or of the loss is below ``ESS_MIN`` (400, Vehtari et al. 2021) and no clear
+  failure was seen;
+* ``disagrees`` on a clear failure whatever the ESS (non-finite draws, no chain moving), or
+  with enough ESS a failed clause of ``CLAUSES``: |bias_z| <= 4, |log sd_ratio| <= 4
+  ``sd_ratio_se`` and |loss_bias_z| <= 4 in both runs (the loss is where a biased W shows:
+  SGLD's O(eps) excess variance in the stiff W directions), R-hat < 1.1 in the stationary run,
+  the relaxation run reaching equilibrium (the cross-chain mean within 3 combined errors of the
+  reference's: its sd / sqrt(chains) and its MCSE) before its end;
+* ``agrees`` otherwise. ``agrees_with_exact`` is ``verdict == "agrees"``.
 
 Against a two-phase reference (inside a softmax coexistence window, ``bench.phases``) the
 stationary run starts in both phases in proportion to their weights, the scores above are
 against the mixture, and each run adds the copy phase's weight (``phase_weight_z`` against the
-free energy's, part of the verdict), the phase changes it made, and each phase's own bias of
-c_G and of the loss; ``agrees_within_phases`` (``within_phases``) says whether the sampler is
-right inside each phase, crossing or not.
+free energy's), the phase changes it made, and each phase's own bias of c_G and of the loss.
+The weight clause judges the relaxation run only: the stationary run's starts are allocated to
+the phases in the reference's proportions, so a sampler that never crosses would match the
+weight there by construction. ``agrees_within_phases`` (``within_phases``) says whether the
+sampler is right inside each phase, crossing or not.
 """
 from __future__ import annotations
 
@@ -49,6 +62,9 @@ from copyjax.samplers import network_grad_estimator
 
 Z_MAX = 4.0  # bias and sd tolerances, in standard errors
 RHAT_MAX = 1.1
+ESS_MIN = 400.0  # bulk and tail ESS of c_G and of the loss, per run, before a clause may fail
+VERDICTS = ("agrees", "disagrees", "inconclusive")
+SCORES_VERSION = 2  # bump when a score's computation changes: saved rows are then recomputed
 
 
 @dataclass(frozen=True)
@@ -88,7 +104,12 @@ class RunScores:
     loss_bias_z_copy: float = float("nan")
     rhat_pooling: float = float("nan")  # split R-hat of c_G within each phase (phases.phase_summary's)
     rhat_copy: float = float("nan")
-
+    # rank-normalised bulk / tail ESS (chains.ess_bulk_tail) of c_G and of the loss; chains whose c_G moved
+    ess_bulk: float = float("nan")
+    ess_tail: float = float("nan")
+    loss_ess_bulk: float = float("nan")
+    loss_ess_tail: float = float("nan")
+    moved: int = -1
 
 
 def _positions(ref: Reference, start: str, n: int, key):
@@ -157,7 +178,11 @@ def _score(start, x, loss, ref: Reference, wall_s, n_steps, nonfinite, steps_to_
     r, rl = ref.summary_cG, ref.summary_loss
     se = float(np.hypot(s.mcse, r.mcse))
     sd_ratio = s.sd / r.sd if r.sd > 0 else float("nan")
-    sd_se = sd_ratio * float(np.sqrt(1 / (2 * max(s.ess, 1)) + 1 / (2 * max(r.ess, 1))))
+    # the error of log(sd_ratio) were the ratio 1: fixed by the ESSs, not scaled by the ratio itself
+    sd_se = float(np.sqrt(1 / (2 * max(s.ess, 1)) + 1 / (2 * max(r.ess, 1))))
+    xa = np.asarray(x, float)
+    moved = int(np.sum(np.ptp(np.where(np.isfinite(xa), xa, 0.0), axis=1) > 0)) if xa.size else 0
+    ess = chains.ess_bulk_tail(x) + chains.ess_bulk_tail(loss)
     flat = np.asarray(x).ravel()
     flat = flat[np.isfinite(flat)]
     w1 = float(sps.wasserstein_distance(flat, ref.cG)) if flat.size else float("nan")
@@ -165,7 +190,8 @@ def _score(start, x, loss, ref: Reference, wall_s, n_steps, nonfinite, steps_to_
     out = RunScores(start, s.mean, s.mcse, s.mean - r.mean, (s.mean - r.mean) / se if se > 0 else float("inf"),
                     s.sd, sd_ratio, sd_se, w1, ks, sl.mean - rl.mean,
                     (sl.mean - rl.mean) / float(np.hypot(sl.mcse, rl.mcse)), s.rhat, s.ess,
-                    s.ess / wall_s, s.ess / n_steps, wall_s, int(nonfinite), steps_to_eq, s.ess / (n_steps * grads))
+                    s.ess / wall_s, s.ess / n_steps, wall_s, int(nonfinite), steps_to_eq, s.ess / (n_steps * grads),
+                    ess_bulk=ess[0], ess_tail=ess[1], loss_ess_bulk=ess[2], loss_ess_tail=ess[3], moved=moved)
     return out if ref.phases is None else dataclasses.replace(out, **phase_scores(x, loss, ref.phases),
                                                               phase_crossings=int(crossings))
 
@@ -208,12 +234,14 @@ def phase_scores(x: np.ndarray, loss: np.ndarray, ph) -> dict:
 
 def steps_to_equilibrium(x: np.ndarray, ref: Reference, thin: int) -> int | None:
     """First step after which the cross-chain mean of ``x: (chain, draw)`` stays within 3
-    standard errors (reference sd / sqrt(chains)) of the exact mean; None if it never does."""
+    standard errors of the exact mean (the cross-chain mean's, reference sd / sqrt(chains),
+    combined with the reference mean's own MCSE); None if it never does."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # every chain non-finite: the mean is NaN
         m = np.nanmean(x, axis=0)
     # a NaN mean (every chain diverged) is never "near"
-    far = ~(np.abs(m - ref.summary_cG.mean) <= 3 * ref.summary_cG.sd / np.sqrt(x.shape[0]))
+    r = ref.summary_cG
+    far = ~(np.abs(m - r.mean) <= 3 * float(np.hypot(r.sd / np.sqrt(x.shape[0]), r.mcse)))
     if far[-1]:
         return None
     last = np.flatnonzero(far)
@@ -230,16 +258,19 @@ class Scores:
     num_steps: int
     stationary: RunScores
     relaxation: RunScores
-    agrees_with_exact: bool
+    agrees_with_exact: bool  # verdict == "agrees"
     batch_size: int | None = None  # minibatch samplers: sequences per gradient estimate
     two_phase: bool = False  # scored against a two-phase (mixture) reference
     agrees_within_phases: bool | None = None  # two-phase: each phase right where the sampler visits it
+    verdict: str = "inconclusive"  # judge's: agrees, disagrees or inconclusive
+    verdict_reason: str = ""
 
     def row(self) -> dict:
         """The flat row of ``report.json``: the stationary scores at the top level (``bias_z``,
         ``sd_ratio``, ...), the relaxation run's under ``prior_``."""
         d = {"sampler": self.sampler, "step_size": self.step_size, "n_chains": self.n_chains,
-             "num_steps": self.num_steps, "batch_size": self.batch_size, "agrees_with_exact": self.agrees_with_exact,
+             "num_steps": self.num_steps, "batch_size": self.batch_size, "verdict": self.verdict,
+             "verdict_reason": self.verdict_reason, "agrees_with_exact": self.agrees_with_exact,
              "two_phase": self.two_phase, "agrees_within_phases": self.agrees_within_phases}
         d |= {k: v for k, v in asdict(self.stationary).items() if k not in ("start", "steps_to_equilibrium")}
         d |= {f"prior_{k}": v for k, v in asdict(self.relaxation).items() if k != "start"}
@@ -325,32 +356,109 @@ def score_sampler(ref: Reference, name: str, build, step_size: float, *, n_chain
     sc = Scores(name, float(step_size), n_chains, num_steps, out["exact"], out["prior"], False, batch_size,
                 ref.phases is not None)
     row = sc.row()
-    return dataclasses.replace(sc, agrees_with_exact=verdict(row), agrees_within_phases=within_phases(row))
+    v, why = judge(row, ref.gate)
+    return dataclasses.replace(sc, verdict=v, verdict_reason=why, agrees_with_exact=v == "agrees",
+                               agrees_within_phases=within_phases(row))
 
 
-def _run_ok(row: dict, prefix: str) -> bool:
-    v = lambda k: row[prefix + k]
-    vals = [v("bias_z"), v("sd_ratio"), v("sd_ratio_se"), v("loss_bias_z")]
-    if not (np.isfinite(vals).all() and v("nonfinite") == 0):
-        return False
-    return bool(abs(v("bias_z")) <= Z_MAX and abs(v("sd_ratio") - 1) <= Z_MAX * v("sd_ratio_se")
-                and abs(v("loss_bias_z")) <= Z_MAX)
+RUNS = (("", "exact starts"), ("prior_", "prior starts"))
 
 
-def _weight_ok(row: dict, prefix: str) -> bool:
-    z = row[prefix + "phase_weight_z"]
-    return bool(np.isfinite(z) and abs(z) <= Z_MAX)
+def _z_clause(key: str, label: str, runs=RUNS):
+    def clause(row):
+        return [f"{run}: {label} {row[p + key]:+.1f} errors" for p, run in runs
+                if not abs(row[p + key]) <= Z_MAX]
+    return clause
 
 
-def verdict(row: dict) -> bool:
-    """``agrees_with_exact`` of a ``Scores.row()`` (the module docstring's criteria; against a
-    two-phase reference also the copy phase's weight within ``Z_MAX`` errors in both runs and
-    ``within_phases``)."""
-    ok = (_run_ok(row, "") and _run_ok(row, "prior_") and row["rhat"] < RHAT_MAX
-          and row["prior_steps_to_equilibrium"] is not None)
-    if row.get("two_phase"):
-        ok = ok and _weight_ok(row, "") and _weight_ok(row, "prior_") and within_phases(row)
-    return bool(ok)
+def _sd_clause(row):
+    out = []
+    for p, run in RUNS:
+        r, se = row[p + "sd_ratio"], row[p + "sd_ratio_se"]
+        if not (r > 0 and abs(np.log(r)) <= Z_MAX * se):
+            out.append(f"{run}: sd ratio {r:.3f} (log {np.log(r) if r > 0 else float('nan'):+.3f}, "
+                       f"{Z_MAX:g} errors = {Z_MAX * se:.3f})")
+    return out
+
+
+def _two_phase(clause):
+    return lambda row: clause(row) if row.get("two_phase") else []
+
+
+def _within_clause(row):
+    out = []
+    for side in ("pooling", "copy"):
+        for k, label in (("bias_z", "c_G"), ("loss_bias_z", "loss")):
+            v = row[f"{k}_{side}"]
+            if not abs(v) <= Z_MAX:
+                out.append(f"{side} phase: {label} bias {v:+.1f} errors")
+        if not row[f"rhat_{side}"] < RHAT_MAX:
+            out.append(f"{side} phase: R-hat {row[f'rhat_{side}']:.3f}")
+    return out
+
+
+# The clauses of the verdict, each a function of a row returning what fails (empty: it holds).
+# Named so that a test can remove one and watch a row that breaks only it stop failing.
+CLAUSES = {
+    "bias": _z_clause("bias_z", "bias of c_G"),
+    "sd": _sd_clause,
+    "loss": _z_clause("loss_bias_z", "bias of the loss"),
+    "rhat": lambda row: [] if row["rhat"] < RHAT_MAX else [f"exact starts: R-hat {row['rhat']:.3f} >= {RHAT_MAX}"],
+    "equilibrium": lambda row: ([] if row["prior_steps_to_equilibrium"] is not None
+                                else ["prior starts: never reached the exact mean"]),
+    "phase_weight": _two_phase(lambda row: [] if abs(row["prior_phase_weight_z"]) <= Z_MAX else
+                               [f"prior starts: copy weight {row['prior_phase_weight']:.2f} "
+                                f"({row['prior_phase_weight_z']:+.1f} errors from the free energy's)"]),
+    "within_phases": _two_phase(_within_clause),
+}
+
+
+def _clear_failures(row: dict) -> list[str]:
+    """Failures no ESS can excuse: non-finite chains, no chain moving."""
+    out = []
+    for p, run in RUNS:
+        if row[p + "nonfinite"]:
+            out.append(f"{run}: {row[p + 'nonfinite']} non-finite chains")
+        elif row.get(p + "moved", -1) == 0:
+            out.append(f"{run}: no chain moved")
+    return out
+
+
+def _low_ess(row: dict) -> list[str]:
+    out = []
+    for p, run in RUNS:
+        for k, label in (("ess_bulk", "bulk ESS of c_G"), ("ess_tail", "tail ESS of c_G"),
+                         ("loss_ess_bulk", "bulk ESS of the loss"), ("loss_ess_tail", "tail ESS of the loss")):
+            v = row.get(p + k, float("nan"))
+            if not v >= ESS_MIN:
+                out.append(f"{run}: {label} {v:.0f}")
+    return out
+
+
+def judge(row: dict, gate: dict | None = None) -> tuple[str, str]:
+    """``(verdict, reason)`` of a ``Scores.row()`` against a reference with ``gate``
+    (``task.reference_gate``'s record; None: not checked), the module docstring's rules:
+    a reference that fails its gate, or a run with a bulk or tail ESS below ``ESS_MIN``, makes
+    ``inconclusive`` unless a clear failure (non-finite draws, no chain moving) makes
+    ``disagrees``; with enough ESS any failed clause of ``CLAUSES`` makes ``disagrees``."""
+    if gate is not None and not gate.get("ok", False):
+        return "inconclusive", f"the reference fails its gate: {gate.get('reason', 'no gate recorded')}"
+    clear = _clear_failures(row)
+    if clear:
+        return "disagrees", "; ".join(clear)
+    failed = [msg for clause in CLAUSES.values() for msg in clause(row)]
+    low = _low_ess(row)
+    if low:
+        return "inconclusive", (f"too few effective draws (< {ESS_MIN:.0f}): " + "; ".join(low)
+                                + (f" (failing so far: {'; '.join(failed)})" if failed else ""))
+    if failed:
+        return "disagrees", "; ".join(failed)
+    return "agrees", "every clause holds with enough effective draws"
+
+
+def verdict(row: dict, gate: dict | None = None) -> str:
+    """``judge``'s verdict alone: ``"agrees"``, ``"disagrees"`` or ``"inconclusive"``."""
+    return judge(row, gate)[0]
 
 
 def within_phases(row: dict) -> bool | None:
@@ -362,9 +470,8 @@ def within_phases(row: dict) -> bool | None:
         return None
     z = [row[f"{k}_{side}"] for k in ("bias_z", "loss_bias_z") for side in ("pooling", "copy")]
     rh = [row[f"rhat_{side}"] for side in ("pooling", "copy")]
-    return bool(np.isfinite(z + rh).all() and max(abs(v) for v in z) <= Z_MAX and max(rh) < RHAT_MAX
-                and row["nonfinite"] == 0)
+    return bool(not _within_clause(row) and row["nonfinite"] == 0)
 
 
-__all__ = ["phase_scores", "run", "RunScores", "score_sampler", "Scores", "steps_for_budget", "steps_to_equilibrium",
-           "RHAT_MAX", "verdict", "within_phases", "Z_MAX"]
+__all__ = ["CLAUSES", "ESS_MIN", "judge", "phase_scores", "run", "RunScores", "score_sampler", "Scores", "SCORES_VERSION",
+           "steps_for_budget", "steps_to_equilibrium", "RHAT_MAX", "verdict", "VERDICTS", "within_phases", "Z_MAX"]

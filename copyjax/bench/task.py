@@ -21,14 +21,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from copyjax import results
+from copyjax import chains, results
 from copyjax._checks import check_activation, check_size
 from copyjax.bench.phases import allocate, mixture_draws, mixture_summary, PHASES, phase_summary, Phases
 from copyjax.data import sample_tokens, sufficient_stats
 from copyjax.hyper import default_hyper
 from copyjax.schema import Summary
 
-REFERENCE_VERSION = 2  # bump when the reference's computation changes: old cache files are ignored
+REFERENCE_VERSION = 3  # bump when the reference's computation changes: old cache files are ignored
 
 
 class Task(NamedTuple):
@@ -80,9 +80,67 @@ class Reference:
     G: np.ndarray
     branches_disagree: bool
     phases: Phases | None = None
+    gate: dict | None = None  # reference_gate's record: its R-hat, ESS and whether it may judge
 
     def quantiles(self, qs=(0.05, 0.25, 0.5, 0.75, 0.95)) -> dict:
         return {float(q): float(np.quantile(self.cG, q)) for q in qs}
+
+
+REF_RHAT_MAX = 1.01  # posteriordb's reference definition
+REF_ESS_MIN = 400  # bulk and tail ESS of c_G and of the loss (Vehtari et al. 2021)
+
+
+def reference_gate(cG: np.ndarray, loss: np.ndarray, group: np.ndarray | None = None, families: str = "") -> dict:
+    """Whether exact draws ``cG, loss: (chain, draw)`` may serve as a reference, held to
+    posteriordb's standard: rank-normalised R-hat below ``REF_RHAT_MAX`` and bulk and tail ESS at
+    least ``REF_ESS_MIN``, for c_G and the loss, within each group of chains (``group: (chain,)``
+    labels: the phase each chain ends in for a two-phase reference, one group otherwise; the
+    worst group counts). ``families``: what the exact chains' families say, named in the reason
+    where the gate fails. Returns the record ``report.json`` carries: ``n_draws``, ``rhat``,
+    ``ess_bulk``, ``ess_tail``, the loss's ``loss_rhat``, ``loss_ess_bulk``, ``loss_ess_tail``,
+    ``ok`` and ``reason``."""
+    cG, loss = np.asarray(cG, float), np.asarray(loss, float)
+    group = np.zeros(len(cG), int) if group is None else np.asarray(group)
+    worst = {}
+    for name, x in (("", cG), ("loss_", loss)):
+        rh, eb, et = [], [], []
+        for g in np.unique(group):
+            xg = x[group == g]
+            if len(xg) < 2:
+                continue  # a group of one chain (a phase few chains end in) has no R-hat: its draws still count
+            rh.append(chains.summarize(xg).rhat)
+            b, t = chains.ess_bulk_tail(xg)
+            eb.append(b)
+            et.append(t)
+        bad = lambda v: not np.isfinite(v)
+        worst[name + "rhat"] = float("inf") if not rh or any(map(bad, rh)) else float(max(rh))
+        worst[name + "ess_bulk"] = float("nan") if not eb or any(map(bad, eb)) else float(min(eb))
+        worst[name + "ess_tail"] = float("nan") if not et or any(map(bad, et)) else float(min(et))
+    why = []
+    for name, label in (("", "c_G"), ("loss_", "the loss")):
+        if not worst[name + "rhat"] < REF_RHAT_MAX:
+            why.append(f"R-hat of {label} {worst[name + 'rhat']:.3f} >= {REF_RHAT_MAX}")
+        for kind in ("bulk", "tail"):
+            v = worst[f"{name}ess_{kind}"]
+            if not v >= REF_ESS_MIN:
+                why.append(f"{kind} ESS of {label} {v:.0f} < {REF_ESS_MIN}")
+    reason = "meets R-hat < 1.01 and ESS >= 400 (c_G and the loss)" if not why else (
+        "; ".join(why) + (f" ({families})" if families else "") + ": run the reference longer (--ref-steps, "
+        "--ref-chains) or choose another P")
+    return {"n_draws": int(cG.size), **worst, "ok": not why, "reason": reason}
+
+
+def _families(summ) -> str:
+    """The exact chains' families in words: start families (prior / copy means of c_G, nested
+    R-hat) and, for linear attention, the sign families (chains and mean c_G of each)."""
+    g = summ.cG
+    out = (f"start families: c_G {g.prior.mean:.4f} from the prior, {g.copy.mean:.4f} from the copy pattern, "
+           f"nested R-hat {g.nested_rhat:.3f}")
+    f = summ.sign_families
+    if f.same.n and f.opposite.n:
+        out += (f"; sign families: {f.same.n} chains g s > 0 (c_G {f.same.cG:.4f}), {f.opposite.n} chains "
+                f"g s < 0 (c_G {f.opposite.cG:.4f})")
+    return out
 
 
 def _cache_key(task: Task, n_chains: int, num_steps: int, seed: int, phases, phase_steps: int,
@@ -133,7 +191,7 @@ def reference(task: Task, *, n_chains: int = 32, num_steps: int = 1500, seed: in
         with np.load(base + ".npz") as z:
             return Reference(task, z["cG"], z["loss"], Summary.from_json(meta["summary_cG"]),
                              Summary.from_json(meta["summary_loss"]), z["W"], z["G"], meta["branches_disagree"],
-                             None if meta.get("phases") is None else Phases.from_json(meta["phases"]))
+                             None if meta.get("phases") is None else Phases.from_json(meta["phases"]), meta["gate"])
     stats, h = task.stats(), task.hyper
     key = jax.random.key(seed)
     run = exact_posterior.sample_exact_posterior(key, stats, h, task.activation, n_chains=n_chains,
@@ -152,15 +210,21 @@ def reference(task: Task, *, n_chains: int = 32, num_steps: int = 1500, seed: in
         cG, loss = cG_cd.ravel()[pick], loss_cd.ravel()[pick]
         sc, sl = (mixture_summary(ph.weights, ph.weights_sd, getattr(ph, k)) for k in ("cG", "loss"))
         W, G = _allocate_starts(W, G, ph)
+        # chains that stay in one phase: R-hat within each (they cannot mix across the barrier);
+        # chains that cross: one group, as for a one-phase reference
+        side = cG_cd >= ph.divide
+        stays = bool(np.all(side == side[:, :1]))
+        gate = reference_gate(cG_cd, loss_cd, side[:, 0] if stays else None, _families(summ))
     else:
         ph, cG, loss, sc, sl = None, cG_cd.ravel(), loss_cd.ravel(), _plain(summ.cG), _plain(summ.loss)
-    ref = Reference(task, cG, loss, sc, sl, W, G, bool(summ.branches_disagree), ph)
+        gate = reference_gate(cG_cd, loss_cd, families=_families(summ))
+    ref = Reference(task, cG, loss, sc, sl, W, G, bool(summ.branches_disagree), ph, gate)
     os.makedirs(cache_dir, exist_ok=True)
     results.atomic_savez(base + ".npz", cG=ref.cG, loss=ref.loss, W=ref.W, G=ref.G)
     results.write_json(base + ".json", {"task": task._asdict(), "summary_cG": ref.summary_cG.to_json(),
                                         "summary_loss": ref.summary_loss.to_json(),
                                         "branches_disagree": ref.branches_disagree,
-                                        "phases": None if ph is None else ph.to_json()})
+                                        "phases": None if ph is None else ph.to_json(), "gate": gate})
     return ref
 
 
@@ -203,4 +267,4 @@ def _plain(stat) -> Summary:
     return Summary(**{k: getattr(stat, k) for k in Summary.__dataclass_fields__})
 
 
-__all__ = ["Reference", "reference", "REFERENCE_VERSION", "Task"]
+__all__ = ["Reference", "reference", "reference_gate", "REF_ESS_MIN", "REF_RHAT_MAX", "REFERENCE_VERSION", "Task"]
