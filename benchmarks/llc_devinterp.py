@@ -16,7 +16,6 @@ burn-in steps.
 import argparse
 import json
 import os
-import sys
 import time
 
 import numpy as np

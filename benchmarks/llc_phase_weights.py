@@ -1,4 +1,4 @@
-"""The phase weights explained (issue 23 item 5): the free energy's measured log(copy / pooling
+"""The phase weights explained: the free energy's measured log(copy / pooling
 mass) across a softmax coexistence window against predictions from local quantities at the two
 minima, on the scan's own data (the statistics of its P0 sequences scaled to each P, as the
 scan's MBAR targets are).

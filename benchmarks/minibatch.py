@@ -4,7 +4,7 @@
 
 Part 1 (L = 64, V = 32, P = 5095, softmax, float32, one run): chain-steps per second of SGLD
 at 8 and 64 chains (all vmapped in one block unless said) for
-  * the one-hot minibatch gradient (the form before issue 12: blackjax's ``grad_estimator``
+  * the one-hot minibatch gradient (the earlier form: blackjax's ``grad_estimator``
     over ``network.sequence_loglik``, which builds (B, L, V) one-hot inputs),
   * ``batch_loglik`` with independent minibatches per chain (``layout="independent"``), all
     chains vmapped in one block and in ``run_chains``' default for it, blocks of 8 chains

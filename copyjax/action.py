@@ -15,9 +15,9 @@ import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 
+from copyjax import masks
 from copyjax._checks import check_activation, check_square, check_stats, is_concrete
 from copyjax.data import float_stats, stats_size
-from copyjax.model import attention, stats_contractions
 
 
 def _float_dtype(x):
@@ -46,17 +46,17 @@ def action_from_KB(K, B, P, L: int, hyper) -> jax.Array:
     return 0.5 * V * logdet - quad + 0.5 * hyper.beta * P
 
 
-def data_action(A: jax.Array, stats: jax.Array, hyper) -> jax.Array:
-    """Data part of S_P as a function of the attention pattern ``A: (L, L)``.
+def data_action(A: jax.Array, stats: jax.Array, hyper, mask="full") -> jax.Array:
+    """Data part of S_P as a function of the attention pattern ``A: (L, L)``: the loss over
+    the ``mask``'s loss rows (n of them; ``masks.Mask.contractions``).
 
     Shared by both activations (softmax only changes how A depends on G and the prior).
     """
     A = jnp.asarray(A)
     A = A.astype(_float_dtype(A))
-    L = A.shape[-1]
-    K, B = stats_contractions(A, stats)
+    K, B, n = masks.get(mask).contractions(A, stats)
     P = stats_size(stats).astype(A.dtype)
-    return action_from_KB(K, B, P, L, hyper)
+    return action_from_KB(K, B, P, n, hyper)
 
 
 def _raise_if_not_pd(value, where: str):
@@ -69,8 +69,10 @@ def _raise_if_not_pd(value, where: str):
     return jnp.where(jnp.isfinite(value), value, jnp.inf)
 
 
-def exact_action(G: jax.Array, stats: jax.Array, hyper, activation: str) -> jax.Array:
-    """Exact ``S_P(G)`` (scalar) for ``G: (L, L)`` and ``stats: (L, L, V, V)``.
+def exact_action(G: jax.Array, stats: jax.Array, hyper, activation: str, mask="full") -> jax.Array:
+    """Exact ``S_P(G)`` (scalar) for ``G: (L, L)`` and ``stats: (L, L, V, V)`` under ``mask``
+    (``copyjax.masks``: a name or a ``Mask``; the prior is over its allowed entries, the
+    parameters).
 
     Differentiable in G; cost O(L^2 V^2 + V^3) whatever P is. P is read off the
     statistics (trace of ``C[0, 0]``), so expected statistics work too. Outside jit a
@@ -78,31 +80,37 @@ def exact_action(G: jax.Array, stats: jax.Array, hyper, activation: str) -> jax.
     posterior density), never NaN.
     """
     check_activation(activation)
+    mask = masks.get(mask)
+    mask.check(activation)
     L = check_square("G", G)
     if jnp.ndim(G) != 2:
         raise ValueError(f"G must have shape (L, L), got {jnp.shape(G)}; vmap for batches")
     check_stats(stats, L)
     G = jnp.asarray(G)
     G = G.astype(_float_dtype(G))
-    value = _action(attention(G, activation), G, stats, hyper)
+    ok = mask.allowed(L)
+    prior_G = G if ok.all() else jnp.where(jnp.asarray(ok), G, 0.0)
+    value = data_action(mask.attention(G, activation), stats, hyper, mask) + _prior(prior_G, hyper)
     return _raise_if_not_pd(value, "exact_action")
 
 
-def marginal_logdensity(G: jax.Array, stats: jax.Array, hyper, activation: str) -> jax.Array:
+def marginal_logdensity(G: jax.Array, stats: jax.Array, hyper, activation: str, mask="full") -> jax.Array:
     """``-S_P(G)`` up to a constant, ``G: (L, L)``: the log density every sampler of G uses
     (no argument checks: traced inside samplers). ``-inf`` (never NaN) where M is not
     positive definite, so a Metropolis step rejects such a proposal. The pattern is formed in
     the statistics' float dtype (``data.float_stats``: integer counts are cast to JAX's default
-    float, never G to an integer type; the O(L^2 V^2) contraction dominates the cost)."""
+    float, never G to an integer type; the O(L^2 V^2) contraction dominates the cost). Under a
+    ``mask`` every entry of G carries its N(0, sigma_g2) prior: the masked ones, which A never
+    sees, are then proper coordinates whose marginal is that Gaussian and nothing else."""
     stats = float_stats(stats)
-    v = -_action(attention(G.astype(stats.dtype), activation), G, stats, hyper)
+    mask = masks.get(mask)
+    v = -(data_action(mask.attention(G.astype(stats.dtype), activation), stats, hyper, mask) + _prior(G, hyper))
     return jnp.where(jnp.isfinite(v), v, -jnp.inf)
 
 
-def _action(A, G, stats, hyper):
-    """``S_P(G)``, written once: the data action of the pattern ``A = attention(G)`` plus
-    the Gaussian prior of ``G`` (in G's own dtype)."""
-    return data_action(A, stats, hyper) + 0.5 * jnp.sum(G**2) / hyper.sigma_g2
+def _prior(G, hyper):
+    """The Gaussian prior's ``||G||^2 / (2 sigma_g2)``, in G's own dtype."""
+    return 0.5 * jnp.sum(G**2) / hyper.sigma_g2
 
 
 def action_from_features(h: jax.Array, y: jax.Array, P, hyper) -> jax.Array:
@@ -114,21 +122,21 @@ def action_from_features(h: jax.Array, y: jax.Array, P, hyper) -> jax.Array:
     return action_from_KB(K, B, P, L, hyper)
 
 
-def expected_loss(A: jax.Array, stats: jax.Array, hyper) -> jax.Array:
+def expected_loss(A: jax.Array, stats: jax.Array, hyper, mask="full") -> jax.Array:
     """Per-sequence loss ``(1/2L) sum_l ||y - W h||^2`` averaged over the Gaussian posterior
     of W given the pattern ``A: (L, L)`` and ``stats: (L, L, V, V)`` (the training loss at
     the statistics it was fitted to, the test loss at fresh ones when W is the posterior of
-    the training data: use ``expected_test_loss``). Scalar; O(L^2 V^2 + V^3).
+    the training data: use ``expected_test_loss``). Under a ``mask``: over its n loss rows.
+    Scalar; O(L^2 V^2 + V^3).
 
     With ``M = I + beta sigma_w2/(L V) K``, W's posterior mean is
     ``Wbar = beta sigma_w2/(L V) B^T M^-1`` and its covariance adds ``sigma_w2 tr(K M^-1)``.
     """
     A = jnp.asarray(A)
     A = A.astype(_float_dtype(A))
-    L = A.shape[-1]
-    K, B = stats_contractions(A, stats)
+    K, B, n = masks.get(mask).contractions(A, stats)
     P = stats_size(stats).astype(A.dtype)
-    return _posterior_w_loss(K, B, K, B, P, P, L, hyper)
+    return _posterior_w_loss(K, B, K, B, P, P, n, hyper)
 
 
 def _posterior_w_loss(K, B, K_eval, B_eval, P_fit, P_eval, L, hyper):
@@ -147,8 +155,8 @@ def expected_test_loss(A: jax.Array, stats_train: jax.Array, stats_test: jax.Arr
     A = jnp.asarray(A)
     A = A.astype(_float_dtype(A))
     L = A.shape[-1]
-    K, B = stats_contractions(A, stats_train)
-    Kt, Bt = stats_contractions(A, stats_test)
+    K, B = masks.FULL.contractions(A, stats_train)[:2]
+    Kt, Bt = masks.FULL.contractions(A, stats_test)[:2]
     return _posterior_w_loss(K, B, Kt, Bt, stats_size(stats_train).astype(A.dtype),
                              stats_size(stats_test).astype(A.dtype), L, hyper)
 

@@ -306,6 +306,8 @@ def summarize(draws: np.ndarray, exclude: np.ndarray | None = None) -> Summary:
         return Summary(**counts, mean=nan, sd=nan, mcse=nan, rhat=nan, split_rhat=nan, ess=nan)
     mean = float(x.mean())
     sd = float(x.std(ddof=1)) if x.size > 1 else 0.0
+    if x.size and np.ptp(x) == 0:  # constant draws (an order parameter a mask fixes at 0): no ESS, no R-hat
+        return Summary(**counts, mean=mean, sd=0.0, mcse=0.0, rhat=nan, split_rhat=nan, ess=nan)
     if x.shape[0] >= 2 and x.shape[1] >= 4:
         # numpyro's ESS (NumPy; the same estimator as blackjax.ess, which re-traces for
         # every shape: 0.2-1 s per call against 0.2 ms)

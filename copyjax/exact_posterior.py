@@ -28,13 +28,12 @@ from blackjax.adaptation.step_size import DualAveragingAdaptationState, dual_ave
 from blackjax.base import SamplingAlgorithm
 from blackjax.mcmc.mala import MALAState
 
-from copyjax import mask as causal
+from copyjax import masks
 from copyjax._checks import check_activation, check_burn_in, check_size
 from copyjax.action import expected_loss, marginal_logdensity
 from copyjax.chains import Layout, Samples, Schedule, nested_rhat, run_chains, summarize
 from copyjax.data import float_stats
-from copyjax.model import attention, shift_matrix, uniform_matrix
-from copyjax.order import reported_order_parameters
+from copyjax.model import shift_matrix, uniform_matrix
 from copyjax.schema import ExactStat, ExactSummary, FamilyMeans, SignFamilies
 
 # dual-averaging restarts and scale re-estimates, as fractions of the burn-in: the last one
@@ -180,12 +179,10 @@ def order_directions(L: int, dtype=jnp.float32) -> jax.Array:
     return jnp.stack([U, (S - U) / jnp.sqrt(L - 1.0)])
 
 
-def logdensity(G, stats, hyper, activation: str, mask: str = "full") -> jax.Array:
-    """The exact marginal log density of ``G: (L, L)``: ``action.marginal_logdensity`` (the
-    full cyclic mask) or ``mask.causal_logdensity`` (``mask="causal"``)."""
-    if mask == "causal":
-        return causal.causal_logdensity(G, stats, hyper, activation)
-    return marginal_logdensity(G, stats, hyper, activation)
+def logdensity(G, stats, hyper, activation: str, mask="full") -> jax.Array:
+    """The exact marginal log density of ``G: (L, L)`` under ``mask``
+    (``action.marginal_logdensity``)."""
+    return marginal_logdensity(G, stats, hyper, activation, mask)
 
 
 class ExactSampler(NamedTuple):
@@ -198,7 +195,7 @@ class ExactSampler(NamedTuple):
     n_adapt: int
     target: float = 0.57
     precondition: bool = True
-    mask: str = "full"
+    mask: object = "full"  # a masks name or Mask
 
     def build(self, data) -> SamplingAlgorithm:
         lp = lambda G: logdensity(G, data["stats"], self.hyper, self.activation, self.mask)
@@ -208,42 +205,34 @@ class ExactSampler(NamedTuple):
 
 
 class ExactObserver(NamedTuple):
-    """``observe(G, data)``: the reported order parameters (``order.reported_order_parameters``),
-    the training loss with W averaged over its posterior given G, and the log density.
-    ``mask="causal"``: ``cG`` the mean over rows of the causal a_G(l) (``mask.causal_order``),
-    ``c1 = 1 - cG`` (the pooling share, as a_1 = 1 - a_G for full softmax), ``abs_rho`` and
-    ``family`` 0, the causal model's loss and density."""
+    """``observe(G, data)``: the ``mask``'s reported order parameters (``Mask.order``: the full
+    mask's are ``order.reported_order_parameters``, another's the means over its loss rows),
+    the training loss with W averaged over its posterior given G, and the log density."""
 
     hyper: object
     activation: str
-    mask: str = "full"
+    mask: object = "full"
 
     def __call__(self, G, data) -> dict:
         stats = float_stats(data["stats"])
-        if self.mask == "causal":
-            A = causal.causal_attention(G.astype(stats.dtype), self.activation)
-            cG = causal.causal_order(A)
-            zero = jnp.zeros((), cG.dtype)
-            return {"c1": 1.0 - cG, "cG": cG, "abs_rho": zero, "family": zero,
-                    "loss": causal.causal_expected_loss(A, stats, self.hyper),
-                    "logdensity": causal.causal_logdensity(G, stats, self.hyper, self.activation)}
-        A = attention(G.astype(stats.dtype), self.activation)
-        return reported_order_parameters(A, self.activation) | {
-            "loss": expected_loss(A, stats, self.hyper),
-            "logdensity": marginal_logdensity(G, stats, self.hyper, self.activation)}
+        mask = masks.get(self.mask)
+        A = mask.attention(G.astype(stats.dtype), self.activation)
+        return mask.order(A, self.activation) | {
+            "loss": expected_loss(A, stats, self.hyper, mask),
+            "logdensity": marginal_logdensity(G, stats, self.hyper, self.activation, mask)}
 
 
 # ------------------------------------------------------------------------------ driver
 
 
 def start_positions(key, n_prior: int, n_copy: int, L: int, hyper, activation: str,
-                    dtype=jnp.float32, mask: str = "full") -> jax.Array:
+                    dtype=jnp.float32, mask="full") -> jax.Array:
     """``(n_prior + n_copy, L, L)`` starts: prior draws ``G ~ N(0, sigma_g2)``, then the copy
     pattern (softmax: logit ``log 4L`` at the previous token, a_G ~ 0.8; linear: ``A = S``)
-    plus a tenth of a prior draw. ``mask="causal"``: the causal copy pattern (no wrap at row 0,
-    ``mask.copy_start``)."""
+    plus a tenth of a prior draw; the ``mask``'s copy pattern (``Mask.copy_pattern``: the
+    causal one has no wrap at row 0)."""
     prior = jnp.sqrt(hyper.sigma_g2) * jax.random.normal(key, (n_prior + n_copy, L, L), dtype)
-    S = causal.copy_start(L, 1.0, dtype) if mask == "causal" else shift_matrix(L, dtype)
+    S = masks.get(mask).copy_pattern(L, dtype)
     copy = (jnp.log(4.0 * L) * S if activation == "softmax" else S) + 0.1 * prior[n_prior:]
     return jnp.concatenate([prior[:n_prior], copy]).astype(dtype)
 
@@ -267,7 +256,7 @@ def default_warmup_lr(activation: str, hyper) -> float:
 
 
 def optimise_starts(G0: jax.Array, stats, hyper, activation: str, n_steps: int, learning_rate: float,
-                    mask: str = "full"):
+                    mask="full"):
     """``n_steps`` of optax Adam (cosine-decayed learning rate) on ``-log p(G | data)`` from
     every start ``G0: (chain, L, L)``, vmapped over chains.
 
@@ -279,11 +268,11 @@ def optimise_starts(G0: jax.Array, stats, hyper, activation: str, n_steps: int, 
     its start lies in. ``mask``: the density's (``logdensity``)."""
     n_steps = check_size("n_steps", n_steps, 1)
     return _optimise(G0, stats, jnp.asarray(learning_rate, G0.dtype), hyper=hyper,
-                     activation=activation, n_steps=n_steps, mask=causal.check_mask(mask))
+                     activation=activation, n_steps=n_steps, mask=masks.get(mask))
 
 
 @partial(jax.jit, static_argnames=("hyper", "activation", "n_steps", "mask"))
-def _optimise(G0, stats, learning_rate, *, hyper, activation, n_steps, mask="full"):
+def _optimise(G0, stats, learning_rate, *, hyper, activation, n_steps, mask=masks.FULL):
     import optax
 
     # statistics and learning rate are arguments: one compilation per sweep over P
@@ -319,7 +308,7 @@ def sample_exact_posterior(key, stats, hyper, activation: str, *, n_chains: int,
                            burn_in: int | None = None, thin: int = 1, warmup_steps: int | None = None,
                            warmup_lr: float | None = None, initial_step_size=None,
                            target: float = 0.57, precondition: bool | None = None, progress: bool = False,
-                           devices=None, desc: str = "exact", mask: str = "full") -> ExactRun:
+                           devices=None, desc: str = "exact", mask="full") -> ExactRun:
     """Adaptive MALA on ``exp(-S_P(G))`` for ``stats: (L, L, V, V)``: ``n_chains // 2`` chains
     from the copy pattern, the rest from the prior. Each chain first takes ``warmup_steps``
     Adam steps (``optimise_starts``; default ``default_warmup_steps``), then MALA whose step is tuned per chain
@@ -328,14 +317,17 @@ def sample_exact_posterior(key, stats, hyper, activation: str, *, n_chains: int,
     directions (``order_directions``); default: for linear attention only (measured in
     ``benchmarks/exact_kernels.py``: it pays where the copy direction is wide, between the
     linear onset and crossover, and hurts softmax, whose short burn-in windows overestimate
-    the copy direction's width while chains still relax). ``mask="causal"``: the causal
-    model's posterior (``copyjax.mask``; softmax, no preconditioning: the pooling and copy
-    directions are the cyclic model's), its order parameters as ``ExactObserver`` records them."""
-    precondition = (activation == "linear") if precondition is None else bool(precondition)
+    the copy direction's width while chains still relax). ``mask``: a ``copyjax.masks`` name
+    or ``Mask`` (the posterior of that model, its order parameters as ``ExactObserver`` records
+    them; under a mask other than the full one no preconditioning: the pooling and copy
+    directions are the cyclic model's)."""
     check_activation(activation)
-    if causal.check_mask(mask) == "causal" and (activation != "softmax" or precondition):
-        raise ValueError(f"mask 'causal' is built for activation 'softmax' without preconditioning; got activation "
-                         f"{activation!r}, precondition={precondition}")
+    mask = masks.get(mask)
+    mask.check(activation)
+    precondition = (activation == "linear" and mask == masks.FULL) if precondition is None else bool(precondition)
+    if precondition and mask != masks.FULL:
+        raise ValueError(f"precondition=True is for the full mask (its pooling and copy directions), got mask "
+                         f"{mask.spec!r}")
     n_chains = check_size("n_chains", n_chains, 2)
     num_steps = check_size("num_steps", num_steps, 2)
     warmup_steps = (default_warmup_steps(activation) if warmup_steps is None

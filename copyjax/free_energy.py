@@ -31,27 +31,25 @@ from blackjax.base import SamplingAlgorithm
 from jax.scipy.special import logsumexp
 
 from copyjax import exact_posterior
-from copyjax import mask as causal
+from copyjax import masks
 from copyjax import mbar
 from copyjax._checks import check_activation, check_burn_in, check_positive, check_size
 from copyjax.action import action_from_KB, marginal_logdensity
 from copyjax.chains import Layout, Schedule, run_chains
 from copyjax.data import float_stats, stats_size
-from copyjax.model import attention, shift_matrix, stats_contractions, uniform_matrix
-from copyjax.order import reported_order_parameters
+from copyjax.model import shift_matrix, uniform_matrix
 
 
 def copy_direction(L: int, dtype=jnp.float32) -> jax.Array:
-    """``(L, L)``: ``(S - U) / <S, S - U>``, so that ``xi(G) = <G, D>`` and ``xi(lambda S) = lambda``."""
-    S, U = shift_matrix(L, dtype), uniform_matrix(L, dtype)
-    return (S - U) / jnp.sum(S * (S - U))
+    """``(L, L)``: ``(S - U) / <S, S - U>``, so that ``xi(G) = <G, D>`` and ``xi(lambda S) = lambda``
+    (the full mask's ``Mask.copy_direction``)."""
+    return masks.FULL.copy_direction(L, dtype)
 
 
 def copy_coordinate(G: jax.Array) -> jax.Array:
     """``xi(G) = <G, S - U> / <S, S - U>``: the copy logit above the row mean, ``G: (..., L, L) -> (...)``.
     For linear attention (A = G) this is c_G."""
-    D = copy_direction(G.shape[-1], G.dtype)
-    return jnp.sum(G * D, axis=(-2, -1))
+    return masks.FULL.copy_coordinate(G)
 
 
 def mean_coordinate(G: jax.Array) -> jax.Array:
@@ -66,21 +64,24 @@ def mean_coordinate(G: jax.Array) -> jax.Array:
 COORDINATES = {"copy": copy_coordinate, "mean": mean_coordinate}
 
 
-def check_coordinate(coordinate: str, activation: str, mask: str = "full") -> str:
+def check_coordinate(coordinate: str, activation: str, mask="full") -> str:
     if coordinate not in COORDINATES:
         raise ValueError(f"coordinate must be one of {sorted(COORDINATES)}, got {coordinate!r}")
     if coordinate == "mean" and activation != "linear":
         raise ValueError("coordinate 'mean' needs activation 'linear' (softmax rows sum to 1: "
                          "a_1 + a_G = 1 at every G)")
-    if causal.check_mask(mask) == "causal" and (coordinate != "copy" or activation != "softmax"):
-        raise ValueError("mask 'causal' is built for activation 'softmax' on coordinate 'copy' (the "
-                         f"causal copy logit); got activation {activation!r}, coordinate {coordinate!r}")
+    mask = masks.get(mask)
+    mask.check(activation)
+    if coordinate != "copy" and mask != masks.FULL:
+        raise ValueError(f"coordinate {coordinate!r} is the full mask's; under mask {mask.spec!r} the umbrella "
+                         "biases its copy coordinate ('copy')")
     return coordinate
 
 
-def _coordinate_fn(coordinate: str, mask: str):
-    """The biased coordinate as a function of G: the causal copy logit under the causal mask."""
-    return causal.causal_copy_coordinate if mask == "causal" else COORDINATES[coordinate]
+def _coordinate_fn(coordinate: str, mask):
+    """The biased coordinate as a function of G: the ``mask``'s copy coordinate, or the full
+    mask's mean coordinate."""
+    return masks.get(mask).copy_coordinate if coordinate == "copy" else COORDINATES[coordinate]
 
 
 # ------------------------------------------------------------------ umbrella kernel
@@ -100,12 +101,11 @@ class UmbrellaState(NamedTuple):
 
 
 def biased_logdensity(G, stats, hyper, activation: str, center, kappa, t, coordinate: str = "copy",
-                      mask: str = "full"):
+                      mask="full"):
     """``-S_P^{(t)}(G) - kappa/2 (x(G) - center)^2`` with x the ``coordinate`` (``-inf``, not
-    NaN, where M is not positive definite); ``mask="causal"``: the causal model's density
-    (``mask.causal_logdensity``) biased on its copy logit ``mask.causal_copy_coordinate``."""
+    NaN, where M is not positive definite), under ``mask`` (its density and copy coordinate)."""
     th = hyper._replace(beta=hyper.beta * t)
-    lp = causal.causal_logdensity(G, stats, th, activation) if mask == "causal" else marginal_logdensity(G, stats, th, activation)
+    lp = marginal_logdensity(G, stats, th, activation, mask)
     return lp - 0.5 * kappa * (_coordinate_fn(coordinate, mask)(G) - center) ** 2
 
 
@@ -119,7 +119,7 @@ class UmbrellaSampler(NamedTuple):
     n_adapt: int
     target: float = 0.57
     coordinate: str = "copy"
-    mask: str = "full"
+    mask: object = "full"  # a masks name or Mask
 
     def build(self, data) -> SamplingAlgorithm:
         kernel = exact_posterior.build_kernel(self.n_adapt, self.target)
@@ -142,30 +142,24 @@ class UmbrellaObserver(NamedTuple):
     ``op`` (softmax a_G, linear |c_G|), ``abs_rho`` and ``family`` (``order.reported_order_parameters``),
     the prior term ``||G||^2 / (2 sigma_g2)`` and the data action at every temper of ``t_grid``
     (one contraction, one V x V Cholesky per temper): what MBAR needs for any (window, t).
-    ``mask="causal"``: the causal model's (``op`` the mean over rows of a_G(l), ``abs_rho``
-    and ``family`` 0; ``prior`` over every entry of G, as the causal density puts N(0,
-    sigma_g2) on the masked ones too: the same term in every state)."""
+    Under a ``mask``: its order parameters (``Mask.order``) and contractions over its loss rows;
+    ``prior`` over every entry of G, as the masked density puts N(0, sigma_g2) on the masked
+    ones too (the same term in every state)."""
 
     hyper: object
     activation: str
     t_grid: tuple
     coordinate: str = "copy"
-    mask: str = "full"
+    mask: object = "full"  # a masks name or Mask
 
     def __call__(self, G, data) -> dict:
         stats = float_stats(data["stats"])
         Gs = G.astype(stats.dtype)  # the contraction in the statistics' dtype; xi and the prior in G's
         P = stats_size(stats).astype(Gs.dtype)
-        if self.mask == "causal":
-            A = causal.causal_attention(Gs, self.activation)
-            K, B, n = causal.causal_contractions(A, stats)
-            zero = jnp.zeros((), Gs.dtype)
-            rep = {"cG": causal.causal_order(A), "abs_rho": zero, "family": zero}
-        else:
-            A = attention(Gs, self.activation)
-            K, B = stats_contractions(A, stats)
-            n = A.shape[-1]
-            rep = reported_order_parameters(A, self.activation)
+        mask = masks.get(self.mask)
+        A = mask.attention(Gs, self.activation)
+        K, B, n = mask.contractions(A, stats)
+        rep = mask.order(A, self.activation)
         out = {"xi": _coordinate_fn(self.coordinate, self.mask)(G), "op": rep["cG"], "abs_rho": rep["abs_rho"],
                "family": rep["family"], "prior": 0.5 * jnp.sum(G**2) / self.hyper.sigma_g2}
         for i, t in enumerate(self.t_grid):
@@ -174,19 +168,18 @@ class UmbrellaObserver(NamedTuple):
 
 
 def start_positions(key, centers, L: int, hyper, dtype=jnp.float64, coordinate: str = "copy",
-                    copy_start: float | None = None, mask: str = "full") -> jax.Array:
+                    copy_start: float | None = None, mask="full") -> jax.Array:
     """``(n, L, L)``: a prior draw moved so that each chain starts with its coordinate at its
     window's centre: ``+ (center - xi) S`` (``"copy"``), ``+ (center - rho) U`` (``"mean"``; with
     ``copy_start``, also ``+ (copy_start - xi) (S - U)``, which leaves rho unchanged: it picks
     the sign of c_G, a slow variable above the linear crossover that the bias on rho does not
-    move); ``mask="causal"``: ``+ (center - xi_c) S_c`` with ``S_c`` the causal copy pattern
-    (``mask.copy_start``, no wrap at row 0)."""
+    move); under a ``mask``, ``+ (center - xi) S`` with its copy coordinate and copy pattern
+    (the causal one has no wrap at row 0)."""
     centers = jnp.asarray(centers, dtype)
     G = jnp.sqrt(hyper.sigma_g2) * jax.random.normal(key, (centers.shape[0], L, L), dtype)
-    if mask == "causal":
-        return G + (centers - causal.causal_copy_coordinate(G))[:, None, None] * causal.copy_start(L, 1.0, dtype)
     if coordinate == "copy":
-        return G + (centers - copy_coordinate(G))[:, None, None] * shift_matrix(L, dtype)
+        mask = masks.get(mask)
+        return G + (centers - mask.copy_coordinate(G))[:, None, None] * mask.copy_pattern(L, dtype)
     check_coordinate(coordinate, "linear")
     S, U = shift_matrix(L, dtype), uniform_matrix(L, dtype)
     if copy_start is not None:
@@ -213,14 +206,14 @@ class UmbrellaRun(NamedTuple):
     abs_rho: np.ndarray
     family: np.ndarray
     coordinate: str = "copy"
-    mask: str = "full"
+    mask: object = "full"  # a masks name or Mask
 
 
 def sample_umbrella(key, stats, hyper, activation: str, centers, *, kappa: float, num_steps: int,
                     burn_in: int | None = None, thin: int = 5, temps=(1.0,), t_grid=None,
                     chains_per_window: int = 1, initial_step_size=None, progress: bool = False,
                     devices=None, chain_block: int | None = None, desc: str = "umbrella",
-                    coordinate: str = "copy", copy_start: float | None = None, mask: str = "full") -> UmbrellaRun:
+                    coordinate: str = "copy", copy_start: float | None = None, mask="full") -> UmbrellaRun:
     """Umbrella sampling of ``exp(-S_P(G))``, ``stats: (L, L, V, V)``: ``chains_per_window``
     chains per (centre, temper) pair of ``centers x temps``, one compiled run. ``t_grid``
     (default ``temps``): tempers at which each draw's data action is recorded, the states
@@ -230,9 +223,9 @@ def sample_umbrella(key, stats, hyper, activation: str, centers, *, kappa: float
     419 in blocks of 16). The stall once seen with 32 or more chains in a block was jaxlib
     0.10-0.11.1's LAPACK deadlock, excluded by the dependency bounds (docs/lapack_hang.md).
     ``coordinate``: ``"copy"`` (xi) or ``"mean"`` (rho, linear attention only); ``copy_start``:
-    with ``"mean"``, the copy coordinate every chain starts at (``start_positions``). ``mask``:
-    ``"full"`` (the cyclic model) or ``"causal"`` (``copyjax.mask``: softmax, the causal copy
-    logit biased, ``op`` the mean over rows of a_G(l))."""
+    with ``"mean"``, the copy coordinate every chain starts at (``start_positions``). ``mask``: a
+    ``copyjax.masks`` name or ``Mask`` (its copy logit biased, ``op`` its ``Mask.order``'s c_G:
+    under the causal mask the mean over rows of a_G(l))."""
     check_activation(activation)
     check_coordinate(coordinate, activation, mask)
     num_steps = check_size("num_steps", num_steps, 2)
@@ -270,7 +263,7 @@ def sample_umbrella(key, stats, hyper, activation: str, centers, *, kappa: float
     return UmbrellaRun(np.asarray(d["xi"], float), np.asarray(d["op"], float), np.asarray(d["prior"], float),
                        data_t, c, t, float(kappa), np.asarray(t_grid, float),
                        np.asarray(smp.info["acceptance_rate"]), P, np.asarray(d["abs_rho"], float),
-                       np.asarray(d["family"], float), coordinate, mask)
+                       np.asarray(d["family"], float), coordinate, masks.get(mask).spec)
 
 
 # ------------------------------------------------------------------ recombination
@@ -419,32 +412,28 @@ class SoftmaxWindows(NamedTuple):
     --free-energy`` use at length L: ``centers`` over the copy logit from -0.4 to log L + 1.5
     (the pooling basin sits near xi = 0, the copy basin near log L), ``divide`` = a_G of the
     pattern at xi = log(L) / 2 (between the basins: the barrier region carries no mass),
-    ``edges``: bins of a_G. ``mask="causal"``: the same centres on the causal copy logit, the
-    divide from the causal pattern ``log(L) / 2 * S_c`` (its mean over rows of a_G(l))."""
+    ``edges``: bins of a_G. Under a ``mask``: the same centres on its copy logit, the divide
+    from its pattern ``log(L) / 2 * S`` (``Mask.divide``: under the causal mask the mean over
+    rows of a_G(l))."""
 
     centers: np.ndarray
     divide: float
     edges: np.ndarray
 
 
-def softmax_windows(L: int, spacing: float = 0.09, mask: str = "full") -> SoftmaxWindows:
+def softmax_windows(L: int, spacing: float = 0.09, mask="full") -> SoftmaxWindows:
     centers = np.arange(-0.4, np.log(L) + 1.5 + 1e-9, spacing)
-    dtype = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
-    if causal.check_mask(mask) == "causal":
-        divide = float(causal.causal_order(causal.causal_attention(causal.copy_start(L, 0.5 * np.log(L), dtype), "softmax")))
-        return SoftmaxWindows(centers, divide, np.linspace(-0.02, 0.8, 83))
-    S = shift_matrix(L, dtype)
-    divide = float(reported_order_parameters(attention(0.5 * np.log(L) * S, "softmax"), "softmax")["cG"])
-    return SoftmaxWindows(centers, divide, np.linspace(-0.02, 0.8, 83))
+    return SoftmaxWindows(centers, masks.get(mask).divide(L), np.linspace(-0.02, 0.8, 83))
 
 
 def softmax_phase_weights(key, stats, hyper, *, spacing: float = 0.09, kappa: float = 400.0,
                           num_steps: int = 900, chains_per_window: int = 1, progress: bool = False,
-                          desc: str = "umbrella", devices=None, mask: str = "full") -> tuple[Profile, Recombined, UmbrellaRun]:
+                          desc: str = "umbrella", devices=None, mask="full") -> tuple[Profile, Recombined, UmbrellaRun]:
     """Softmax at the data ``stats: (L, L, V, V)``: umbrella windows ``softmax_windows``,
     recombined by MBAR; the profile over a_G with the pooling / copy weights and the posterior
     mean of a_G. ``devices``: as ``sample_umbrella``'s (default all of ``jax.devices()``);
-    ``mask``: ``"full"`` or ``"causal"`` (a_G the mean over rows of the causal a_G(l))."""
+    ``mask``: a ``copyjax.masks`` name or ``Mask`` (a_G its ``Mask.order``'s: under the causal
+    mask the mean over rows of a_G(l))."""
     L = stats.shape[0]
     win = softmax_windows(L, spacing, mask)
     run = sample_umbrella(key, stats, hyper, "softmax", win.centers, kappa=kappa, num_steps=num_steps,
@@ -577,7 +566,7 @@ def _bootstrap(rec: Recombined, edges, divide, n_boot: int, seed: int):
 def softmax_scan(key, stats, hyper, P_lo: float, P_hi: float, *, temper_spacing: float = 0.06,
                  n_grid: int | None = None, spacing: float = 0.09, kappa: float = 400.0, num_steps: int = 900,
                  chains_per_window: int = 1, n_boot: int = 20, progress: bool = False, desc: str = "scan",
-                 devices=None, mask: str = "full") -> tuple[Scan, Recombined, UmbrellaRun]:
+                 devices=None, mask="full") -> tuple[Scan, Recombined, UmbrellaRun]:
     """The softmax free energy at every P in ``[P_lo, P_hi]`` from one run on the data
     ``stats: (L, L, V, V)`` of P0 sequences: the windows of ``softmax_windows`` at each temper
     of ``scan_tempers`` (beta -> t beta is the posterior on the counts t C), one MBAR over all
@@ -586,8 +575,8 @@ def softmax_scan(key, stats, hyper, P_lo: float, P_hi: float, *, temper_spacing:
     ``n_boot`` bootstrap replicates of the draws (resampled within each sampled state, MBAR
     solved again) give the profiles' errors (the noise criterion of ``local_minima``, hence the
     barrier and the spinodals) and a second error of P*; with ``n_boot < 2`` the minima are
-    those deeper than 1 nat, without a noise criterion. ``mask``: ``"full"`` or ``"causal"``
-    (``sample_umbrella``)."""
+    those deeper than 1 nat, without a noise criterion. ``mask``: a ``copyjax.masks``
+    name or ``Mask`` (``sample_umbrella``)."""
     L = stats.shape[0]
     P0 = float(stats_size(stats))
     temps, t_grid = scan_tempers(P0, P_lo, P_hi, temper_spacing, n_grid)

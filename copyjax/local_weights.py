@@ -2,7 +2,7 @@
 
 Two predictions of ``log(Z_copy / Z_pool)``, ``Z_phase`` the posterior mass of a phase:
 
-* singular learning theory's (issue 23 item 5): ``-n [L_n(w*_a) - L_n(w*_b)] - (lambda_a -
+* singular learning theory's: ``-n [L_n(w*_a) - L_n(w*_b)] - (lambda_a -
   lambda_b) log n`` from the losses and the learning coefficients at the two minima
   (``slt_log_odds``); it assumes both minima are minima of L_n and n large against the
   effective dimension, neither of which holds here (docs/llc.md);
@@ -82,6 +82,19 @@ def laplace_log_mass(G0, stats, hyper, activation: str, *, max_steps: int = 3000
                        float(g), float(lo), int(n))
 
 
+def exact_mode(G0, stats, hyper, activation: str, mask="full", max_steps: int = 400) -> jax.Array:
+    """The mode of ``exp(-S_P(G))`` under ``mask`` that L-BFGS reaches from ``G0: (L, L)``
+    (``action.exact_action``; the masked entries, which carry no prior in the action and which
+    A never sees, stay where they start). ``(L, L)``."""
+    check_activation(activation)
+    L = check_square("G0", G0)
+    check_stats(stats, L)
+    check_size("max_steps", max_steps, 1)
+    G, _ = lbfgs_minimize(lambda G: exact_action(G, stats, hyper, activation, mask), jnp.asarray(G0),
+                          max_steps=max_steps)
+    return G
+
+
 def slt_log_odds(n: float, loss_a: float, loss_b: float, llc_a: float, llc_b: float) -> float:
     """Singular learning theory's ``log(Z_a / Z_b) ≈ -n (L_n(w*_a) - L_n(w*_b)) - (lambda_a -
     lambda_b) log n`` (the O(1) terms dropped); ``n`` the number of samples (> 1)."""
@@ -91,4 +104,4 @@ def slt_log_odds(n: float, loss_a: float, loss_b: float, llc_a: float, llc_b: fl
     return float(-n * (loss_a - loss_b) - (llc_a - llc_b) * math.log(n))
 
 
-__all__ = ["LaplaceMass", "laplace_log_mass", "slt_log_odds"]
+__all__ = ["exact_mode", "LaplaceMass", "laplace_log_mass", "slt_log_odds"]

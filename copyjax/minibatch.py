@@ -22,23 +22,29 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from copyjax import masks
 from copyjax._checks import check_size
 from copyjax.data import compute_dtype, copy_targets, sufficient_stats
-from copyjax.model import attention
 
 
-def batch_loglik(params, tokens: jax.Array, hyper, activation: str) -> jax.Array:
+def batch_loglik(params, tokens: jax.Array, hyper, activation: str, mask="full") -> jax.Array:
     """``sum_b log p(y_b | x_b, W, G) = -beta/(2L) sum_b sum_l ||y - W h||^2`` for
     ``tokens: (B, L)`` (the same value as summing ``network.sequence_loglik`` over the batch,
-    to float rounding). ``params``: ``network.Params`` with ``W: (V, V)``, ``G: (L, L)``."""
+    to float rounding). ``params``: ``network.Params`` with ``W: (V, V)``, ``G: (L, L)``. Under
+    a ``mask``, over its n loss rows (L replaced by n)."""
     W, G = params.W, params.G
     B, L = tokens.shape
     V = W.shape[0]
-    A = attention(G, activation)
+    mask = masks.get(mask)
+    A = mask.attention(G, activation)
     t = tokens.T  # (L, B): position-major, so the gathered columns form one (L, B V) operand
     cols = W.T.astype(A.dtype)[t]  # (L, B, V): cols[m, b] = W[:, t_bm]
     F = (A @ cols.reshape(L, B * V)).reshape(L, B, V)  # F[l, b] = f_l of sequence b
     y = copy_targets(tokens).T  # (L, B)
+    rows = mask.row_weights(L)
+    if rows is not None:  # the loss rows only
+        F = F * rows.astype(F.dtype)[:, None, None]
+        L = int(mask.loss_rows(L).sum())
     fy = jnp.take_along_axis(F, y[..., None], axis=-1)
     sq = jnp.sum(F * F) - 2 * jnp.sum(fy) + B * L
     return -hyper.beta * sq / (2 * L)

@@ -14,12 +14,12 @@ import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 
+from copyjax import masks
 from copyjax._checks import check_activation, check_size
 from copyjax.action import precision_M
 from copyjax.data import copy_targets, one_hot, stats_size
-from copyjax.model import (attention, log_likelihood_from_stats, log_prior, shift_matrix,
-                           stats_contractions)
-from copyjax.order import coverage, reported_order_parameters
+from copyjax.model import log_prior
+from copyjax.order import coverage
 
 
 class Params(NamedTuple):
@@ -38,23 +38,23 @@ def init_params(key, L: int, V: int, hyper, dtype=jnp.float32) -> Params:
     return Params(W, G)
 
 
-def copy_init(key, L: int, V: int, hyper, activation: str, dtype=jnp.float32) -> Params:
-    """A start on the copy branch: ``W = I``, G the copy pattern (softmax: logit
+def copy_init(key, L: int, V: int, hyper, activation: str, dtype=jnp.float32, mask="full") -> Params:
+    """A start on the copy branch: ``W = I``, G the ``mask``'s copy pattern (softmax: logit
     ``log L + 2`` at the previous token, so a_G ~ 0.9) plus prior-scale noise on W."""
     check_activation(activation)
     p = init_params(key, L, V, hyper, dtype)
     strength = jnp.log(L) + 2.0 if activation == "softmax" else 1.0
-    return Params(jnp.eye(V, dtype=dtype) + 0.1 * p.W, strength * shift_matrix(L, dtype))
+    return Params(jnp.eye(V, dtype=dtype) + 0.1 * p.W, strength * masks.get(mask).copy_pattern(L, dtype))
 
 
-def sample_w_posterior(key, A: jax.Array, stats, hyper) -> jax.Array:
+def sample_w_posterior(key, A: jax.Array, stats, hyper, mask="full") -> jax.Array:
     """A draw of ``W: (V, V)`` from its exact Gaussian posterior given the pattern
     ``A: (L, L)`` and the statistics. With ``M = I + beta sigma_w2/(L V) K`` each row is
     ``w_i ~ N(beta sigma_w2/(L V) (M^-1 B)[:, i], sigma_w2/V M^-1)`` (docs/theory.md section 2).
     Paired with G from the exact marginal it gives exact joint draws of (W, G): the
-    starting points of the equilibrium SGLD bias measurement."""
-    L = A.shape[-1]
-    K, B = stats_contractions(A, stats)
+    starting points of the equilibrium SGLD bias measurement. Under a ``mask``, L is its
+    number n of loss rows and K, B their contractions."""
+    K, B, L = masks.get(mask).contractions(A, stats)
     V = K.shape[-1]
     c = hyper.beta * hyper.sigma_w2 / (L * V)
     R = jnp.linalg.cholesky(precision_M(K, L, hyper))
@@ -65,32 +65,39 @@ def sample_w_posterior(key, A: jax.Array, stats, hyper) -> jax.Array:
     return mean + jnp.sqrt(hyper.sigma_w2 / V) * noise
 
 
-def logdensity_from_stats(params: Params, stats, hyper, activation: str) -> jax.Array:
-    """Exact log posterior ``log p(W, G | data)`` (unnormalised) through the statistics."""
-    A = attention(params.G, activation)
-    return log_likelihood_from_stats(params.W, A, stats, hyper.beta) + log_prior(
-        params.W, params.G, hyper)
+def logdensity_from_stats(params: Params, stats, hyper, activation: str, mask="full") -> jax.Array:
+    """Exact log posterior ``log p(W, G | data)`` (unnormalised) through the statistics, under
+    ``mask`` (its pattern, the loss over its loss rows; the prior over every entry of G)."""
+    mask = masks.get(mask)
+    A = mask.attention(params.G, activation)
+    return mask.log_likelihood(params.W, A, stats, hyper.beta) + log_prior(params.W, params.G, hyper)
 
 
-def sequence_loglik(params: Params, tokens, hyper, activation: str) -> jax.Array:
-    """Log-likelihood of one sequence ``tokens: (L,)``: ``-beta/(2L) sum_l ||y - W h||^2``."""
+def sequence_loglik(params: Params, tokens, hyper, activation: str, mask="full") -> jax.Array:
+    """Log-likelihood of one sequence ``tokens: (L,)``: ``-beta/(2n) sum_l ||y - W h||^2``
+    over the ``mask``'s n loss rows (all L for the full mask)."""
+    mask = masks.get(mask)
     V, L = params.W.shape[0], params.G.shape[-1]
-    A = attention(params.G, activation)
+    A = mask.attention(params.G, activation)
     x = one_hot(tokens, V, A.dtype)
     f = (A @ x) @ params.W.T
     y = one_hot(copy_targets(tokens), V, A.dtype)
-    return -hyper.beta * jnp.sum((y - f) ** 2) / (2 * L)
+    rows = mask.row_weights(L)
+    if rows is None:
+        return -hyper.beta * jnp.sum((y - f) ** 2) / (2 * L)
+    return -hyper.beta * jnp.sum(rows.astype(A.dtype)[:, None] * (y - f) ** 2) / (2 * jnp.sum(rows))
 
 
-def observables(params: Params, stats, hyper, activation: str) -> dict[str, jax.Array]:
-    """Scalars recorded along chains and training runs: the reported order parameters
-    (``order.reported_order_parameters``: a_1, a_G for softmax; for linear the
-    sign-invariant ``c1 = sign(rho) c_1``, ``cG = |c_G|``, ``abs_rho``, ``family``),
-    coverage, per-sequence training loss, log posterior."""
-    A = attention(params.G, activation)
+def observables(params: Params, stats, hyper, activation: str, mask="full") -> dict[str, jax.Array]:
+    """Scalars recorded along chains and training runs: the ``mask``'s reported order
+    parameters (``Mask.order``; the full mask's are ``order.reported_order_parameters``: a_1,
+    a_G for softmax; for linear the sign-invariant ``c1 = sign(rho) c_1``, ``cG = |c_G|``,
+    ``abs_rho``, ``family``), coverage, per-sequence training loss, log posterior."""
+    mask = masks.get(mask)
+    A = mask.attention(params.G, activation)
     P = stats_size(stats).astype(A.dtype)
-    ll = log_likelihood_from_stats(params.W, A, stats, hyper.beta)
-    return reported_order_parameters(A, activation) | {
+    ll = mask.log_likelihood(params.W, A, stats, hyper.beta)
+    return mask.order(A, activation) | {
         "coverage": coverage(A),
         "loss": -ll / (hyper.beta * P),
         "logpost": ll + log_prior(params.W, params.G, hyper),
@@ -104,9 +111,10 @@ class Observer(NamedTuple):
     hyper: object
     activation: str
     keys: tuple = ("c1", "cG", "coverage", "loss", "logpost")
+    mask: object = "full"  # a masks name or Mask
 
     def __call__(self, position: Params, data) -> dict:
-        out = observables(position, data["stats"], self.hyper, self.activation)
+        out = observables(position, data["stats"], self.hyper, self.activation, self.mask)
         return {k: out[k] for k in self.keys}
 
 

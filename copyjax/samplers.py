@@ -34,34 +34,36 @@ from copyjax.sgmcmc.psgld import PSGLDState
 from copyjax.sgmcmc.sgld import SGLDInfo, SGLDState
 
 
-def network_grad_estimator(stats, hyper, activation: str, tokens=None, batch_size: int | None = None):
+def network_grad_estimator(stats, hyper, activation: str, tokens=None, batch_size: int | None = None,
+                           mask="full"):
     """``(grad_estimator(position, minibatch), draw_minibatch(rng_key))`` in blackjax's
     convention: the exact gradient of the log posterior through ``stats: (L, L, V, V)``
     (``tokens=None``; the minibatch is unused) or the unbiased minibatch estimate ``grad [log
     prior + P/B sum_b log p(y_b | x_b)]`` over ``tokens: (P, L)``, the batch's
-    log-likelihood in one matrix product (``minibatch.batch_loglik``)."""
+    log-likelihood in one matrix product (``minibatch.batch_loglik``); under ``mask``, the
+    loss over its loss rows."""
     check_activation(activation)
     if tokens is None:
-        g = jax.grad(lambda p: logdensity_from_stats(p, stats, hyper, activation))
+        g = jax.grad(lambda p: logdensity_from_stats(p, stats, hyper, activation, mask))
         return (lambda p, _: g(p)), (lambda key: None)
     P = tokens.shape[0]
     batch_size = check_batch_size(batch_size, P)
 
     def logdensity_estimate(p, batch):
-        return log_prior(p.W, p.G, hyper) + (P / batch_size) * batch_loglik(p, batch, hyper, activation)
+        return log_prior(p.W, p.G, hyper) + (P / batch_size) * batch_loglik(p, batch, hyper, activation, mask)
 
     return jax.grad(logdensity_estimate), (lambda key: tokens[draw_batch(key, P, batch_size)])
 
 
 def sgld(stats=None, hyper=None, activation: str = "softmax", step_size=1e-3, *,
-         tokens=None, batch_size: int | None = None, temperature: float = 1.0) -> SamplingAlgorithm:
+         tokens=None, batch_size: int | None = None, temperature: float = 1.0, mask="full") -> SamplingAlgorithm:
     """SGLD on the network posterior with blackjax's kernel.
 
     Full batch (``tokens=None``): exact gradient through ``stats``. Minibatch: pass
     ``tokens: (P, L)`` and ``batch_size``. ``step_size``: a number or a schedule ``t -> eps_t``
     (an optax schedule works).
     """
-    est, draw = network_grad_estimator(stats, hyper, activation, tokens, batch_size)
+    est, draw = network_grad_estimator(stats, hyper, activation, tokens, batch_size, mask)
     return _sgld.as_top_level_api(est, draw, step_size, temperature)
 
 
@@ -80,10 +82,10 @@ def sgld_from_grad(grad, step_size, temperature: float = 1.0) -> SamplingAlgorit
 
 def psgld(stats=None, hyper=None, activation: str = "softmax", step_size=1e-3, *,
           tokens=None, batch_size: int | None = None, alpha: float = 0.99,
-          eps_reg: float = 1e-5, adapt_steps: int | None = None) -> SamplingAlgorithm:
+          eps_reg: float = 1e-5, adapt_steps: int | None = None, mask="full") -> SamplingAlgorithm:
     """RMSprop-preconditioned SGLD on the network posterior (``sgmcmc.psgld``; its docstring
     says why ``adapt_steps`` should freeze the preconditioner after the burn-in)."""
-    est, draw = network_grad_estimator(stats, hyper, activation, tokens, batch_size)
+    est, draw = network_grad_estimator(stats, hyper, activation, tokens, batch_size, mask)
     return _psgld.as_top_level_api(est, draw, step_size, alpha, eps_reg, adapt_steps)
 
 
@@ -94,12 +96,12 @@ def psgld_from_grad(grad, step_size, alpha: float = 0.99, eps_reg: float = 1e-5,
                                    adapt_steps)
 
 
-def mala(stats, hyper, activation: str, step_size) -> SamplingAlgorithm:
+def mala(stats, hyper, activation: str, step_size, mask="full") -> SamplingAlgorithm:
     """blackjax MALA on the exact network log posterior (through the statistics);
     ``step_size`` a number (checked) or a traced value (a sweep's data)."""
     check_activation(activation)
     check_step_size(step_size)
-    return blackjax.mala(lambda p: logdensity_from_stats(p, stats, hyper, activation), step_size)
+    return blackjax.mala(lambda p: logdensity_from_stats(p, stats, hyper, activation, mask), step_size)
 
 
 def mala_marginal(stats, hyper, activation: str, step_size: float) -> SamplingAlgorithm:
@@ -113,13 +115,13 @@ def mala_marginal(stats, hyper, activation: str, step_size: float) -> SamplingAl
     return blackjax.mala(lambda G: marginal_logdensity(G, stats, hyper, activation), step_size)
 
 
-def _mala_kind(stats, hyper, activation, step_size, *, tokens=None, batch_size=None):
+def _mala_kind(stats, hyper, activation, step_size, *, tokens=None, batch_size=None, mask="full"):
     if tokens is not None:
         raise ValueError("kind='mala' takes the exact statistics, not minibatches (batch_size must be None)")
-    return mala(stats, hyper, activation, step_size)
+    return mala(stats, hyper, activation, step_size, mask)
 
 
-# what NetworkSampler(kind=...) builds: (stats, hyper, activation, step_size, *, tokens, batch_size)
+# what NetworkSampler(kind=...) builds: (stats, hyper, activation, step_size, *, tokens, batch_size, mask)
 KINDS = {"sgld": sgld, "psgld": psgld, "mala": _mala_kind}
 
 
@@ -139,6 +141,7 @@ class NetworkSampler(NamedTuple):
     kind: str = "sgld"  # a key of KINDS: "sgld", "psgld" or "mala"
     batch_size: int | None = None
     layout: str = "independent"
+    mask: object = "full"  # a masks name or Mask
 
     @property
     def preferred_chain_block(self) -> int | None:
@@ -163,7 +166,7 @@ class NetworkSampler(NamedTuple):
         # shared layout: the statistics are the step's batch (data_at_step), no tokens here
         return KINDS[self.kind](data.get("stats"), self.hyper, self.activation, data["step_size"],
                                 tokens=data.get("tokens") if minibatch else None,
-                                batch_size=self.batch_size if minibatch else None)
+                                batch_size=self.batch_size if minibatch else None, mask=self.mask)
 
 
 __all__ = ["KINDS", "NetworkSampler", "PSGLDState", "SGLDInfo", "SGLDState", "mala", "mala_marginal",

@@ -1,4 +1,4 @@
-"""Token laws: how the P training sequences are drawn (issue 25; design doc section 1).
+"""Token laws: how the P training sequences are drawn (design doc section 1).
 
 The exact action only needs the pair counts C (``copyjax.data``), so it holds for any law;
 what a law changes is how the tokens are sampled and what ``E C`` is:

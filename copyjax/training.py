@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from copyjax import masks
 from copyjax._checks import check_activation, check_positive, check_size
 from copyjax.chains import chain_keys
 from copyjax.minibatch import check_batch_size, draw_batch
@@ -33,24 +34,24 @@ class Ensemble(NamedTuple):
 
 
 def init_ensemble(key, n_seeds: int, L: int, V: int, hyper, activation: str,
-                  start: str = "prior", dtype=jnp.float32) -> Params:
-    """``n_seeds`` starting points: prior draws (``start="prior"``, uninformed) or the copy
-    pattern plus noise (``start="copy"``)."""
+                  start: str = "prior", dtype=jnp.float32, mask="full") -> Params:
+    """``n_seeds`` starting points: prior draws (``start="prior"``, uninformed) or the
+    ``mask``'s copy pattern plus noise (``start="copy"``)."""
     n_seeds = check_size("n_seeds", n_seeds, 1)
     if start not in ("prior", "copy"):
         raise ValueError(f"start must be 'prior' or 'copy', got {start!r}")
     keys = jax.random.split(key, n_seeds)
     if start == "prior":
         return jax.vmap(lambda k: init_params(k, L, V, hyper, dtype))(keys)
-    return jax.vmap(lambda k: copy_init(k, L, V, hyper, activation, dtype))(keys)
+    return jax.vmap(lambda k: copy_init(k, L, V, hyper, activation, dtype, mask))(keys)
 
 
 def train_ensemble(key, init: Params, stats, hyper, activation: str, *, steps: int,
                    learning_rate: float = 1e-2, record_every: int = 10, tokens=None,
-                   batch_size: int | None = None) -> Ensemble:
+                   batch_size: int | None = None, mask="full") -> Ensemble:
     """Train every network of ``init`` (leading seed axis) with optax Adam to maximise the
-    log posterior. Full batch through ``stats`` unless ``tokens`` and ``batch_size`` are
-    given (then minibatches drawn with replacement, scaled by P)."""
+    log posterior (under ``mask``). Full batch through ``stats`` unless ``tokens`` and
+    ``batch_size`` are given (then minibatches drawn with replacement, scaled by P)."""
     check_activation(activation)
     steps = check_size("steps", steps, 1)
     record_every = check_size("record_every", record_every, 1)
@@ -60,7 +61,8 @@ def train_ensemble(key, init: Params, stats, hyper, activation: str, *, steps: i
     keys = chain_keys(key, jax.tree.leaves(init)[0].shape[0])
     final, curves, final_obs = _train(
         init, keys, stats, tokens, hyper=hyper, activation=activation, steps=steps,
-        learning_rate=float(learning_rate), record_every=record_every, batch_size=batch_size)
+        learning_rate=float(learning_rate), record_every=record_every, batch_size=batch_size,
+        mask=masks.get(mask))
     n_rec = steps // record_every
     return Ensemble({k: np.asarray(v) for k, v in curves.items()},
                     record_every * (1 + np.arange(n_rec)), final,
@@ -68,22 +70,22 @@ def train_ensemble(key, init: Params, stats, hyper, activation: str, *, steps: i
 
 
 @partial(jax.jit, static_argnames=("hyper", "activation", "steps", "learning_rate",
-                                   "record_every", "batch_size"))
+                                   "record_every", "batch_size", "mask"))
 def _train(init, keys, stats, tokens, *, hyper, activation, steps, learning_rate,
-           record_every, batch_size):
+           record_every, batch_size, mask):
     # Module-level and jitted with the data as arguments: one compilation per shape, reused
     # across a sweep over P.
     if tokens is None:
-        loss = lambda p, k: -logdensity_from_stats(p, stats, hyper, activation)
+        loss = lambda p, k: -logdensity_from_stats(p, stats, hyper, activation, mask)
     else:
         P = tokens.shape[0]
         # blackjax's estimator: log prior + P * (mean log-likelihood over the minibatch)
         estimate = blackjax.sgmcmc.gradients.logdensity_estimator(
-            lambda p: log_prior(p.W, p.G, hyper), lambda p, t: sequence_loglik(p, t, hyper, activation), P)
+            lambda p: log_prior(p.W, p.G, hyper), lambda p, t: sequence_loglik(p, t, hyper, activation, mask), P)
         loss = lambda p, k: -estimate(p, tokens[draw_batch(k, P, batch_size)])
 
     opt = optax.adam(learning_rate)
-    obs = lambda p: observables(p, stats, hyper, activation)
+    obs = lambda p: observables(p, stats, hyper, activation, mask)
     n_rec = steps // record_every
 
     def run_one(p, k):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from typing import NamedTuple
 
 # the SGLD starts the scripts accept: copyjax.schema.SGLD_STARTS, named here so that options
@@ -70,6 +71,18 @@ class TokenArg(NamedTuple):
     @property
     def iid(self) -> bool:
         return self.kind != "markov"
+
+
+MASK_SPEC = re.compile(r"full|causal|window:[1-9][0-9]*")  # copyjax.masks' names (tests/test_masks.py checks)
+
+
+def mask_arg(s):
+    """``--mask full | causal | window:W`` (W >= 1) -> the spec, checked without importing JAX
+    (``copyjax.masks.get`` builds the mask from it)."""
+    s = s.strip()
+    if not MASK_SPEC.fullmatch(s):
+        raise argparse.ArgumentTypeError(f"--mask must be full, causal or window:W (W an integer >= 1), got {s!r}")
+    return s
 
 
 def token_law_arg(s):

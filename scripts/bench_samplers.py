@@ -93,7 +93,6 @@ def main(argv=None):
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    import numpy as np
 
     from copyjax import bench, results
     from copyjax.point.sgld_chains import auto_step_size
@@ -215,9 +214,9 @@ def table(rows) -> list[str]:
     fix = lambda v, f: format(v, "+.1e" if abs(v) >= 1e4 else f)
     two = any(w.get("two_phase") for w in rows)
     lines = ["| sampler | step | steps | wall s | verdict | bias (z) | sd ratio | W1 | loss bias (z) | R-hat | ESS/s | "
-             "ESS/grad | from prior: bias (z) | to equilibrium: steps (s) |"
+             "ESS/grad | from prior: bias (z) | to equilibrium: steps (s) | grads to b^2 < 0.01 |"
              + (" copy weight (z) | from prior (z) | crossings | within phases: max z |" if two else ""),
-             "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|---|" if two else "")]
+             "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|---|" if two else "")]
     for w in rows:
         eq = w["prior_steps_to_equilibrium"]
         eq = "never" if eq is None else f"{eq} ({num(w.get('prior_seconds_to_equilibrium'), '.1f')})"
@@ -227,8 +226,14 @@ def table(rows) -> list[str]:
                      f"{fix(w['bias'], '+.4f')} ({fix(w['bias_z'], '+.1f')}) | {fix(w['sd_ratio'], '.3f')} +- {fix(w['sd_ratio_se'], '.3f')} | "
                      f"{fix(w['w1'], '.4f')} | {fix(w['loss_bias'], '+.4f')} ({fix(w['loss_bias_z'], '+.1f')}) | "
                      f"{fix(w['rhat'], '.3f')} | {w['ess_per_s']:.1f} | {num(w.get('ess_per_grad'), '.3f')} | "
-                     f"{fix(w['prior_bias'], '+.4f')} ({fix(w['prior_bias_z'], '+.1f')}) | {eq} |" + (_phase_cells(w) if two else ""))
+                     f"{fix(w['prior_bias'], '+.4f')} ({fix(w['prior_bias_z'], '+.1f')}) | {eq} | "
+                     f"{_grads(w.get('prior_grads_to_low_bias'))} |" + (_phase_cells(w) if two else ""))
     return lines
+
+
+def _grads(g) -> str:
+    """Full-data gradients to a normalised squared bias below 0.01 from prior starts; 'never'."""
+    return "never" if g is None else format(g, ".3g")
 
 
 def _phase_cells(w) -> str:
@@ -275,8 +280,8 @@ def plot(path, rows, phases=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3 if phases is not None else 2, figsize=(15 if phases is not None else 10, 4))
-    ax, bx = axes[0], axes[1]
+    fig, axes = plt.subplots(1, 4 if phases is not None else 3, figsize=(20 if phases is not None else 15, 4))
+    ax, bx, cx = axes[0], axes[1], axes[-1]
     for name in dict.fromkeys(w["sampler"] for w in rows):
         ws = sorted((w for w in rows if w["sampler"] == name), key=lambda w: w["step_size"])
         line = ax.errorbar([w["step_size"] for w in ws], [w["bias"] for w in ws], [w["mcse"] for w in ws],
@@ -287,6 +292,9 @@ def plot(path, rows, phases=None):
         never = [(w["step_size"], w["prior_wall_s"]) for w in ws if w.get("prior_seconds_to_equilibrium") is None]
         if eq:
             bx.plot(*zip(*eq), marker="o", color=line.get_color(), label=name)
+        cost = [(w["step_size"], w["prior_grads_to_low_bias"]) for w in ws if w.get("prior_grads_to_low_bias")]
+        if cost:
+            cx.plot(*zip(*cost), marker="o", color=line.get_color(), label=name)
         if never:
             bx.plot(*zip(*never), ls="none", marker="o", mfc="none", color=line.get_color())
         if phases is not None:
@@ -294,6 +302,8 @@ def plot(path, rows, phases=None):
             axes[2].plot(steps, [w["phase_weight"] for w in ws], marker="o", color=line.get_color(), label=name)
             axes[2].plot(steps, [w["prior_phase_weight"] for w in ws], ls=":", marker="o", mfc="none",
                          color=line.get_color())
+    cx.set(xscale="log", yscale="log", xlabel="step size",
+           ylabel="full-data gradients from prior starts until\nb^2 of E[c_G], E[c_G^2] stays < 0.01 (none: never)")
     ax.axhline(0, color="k", lw=0.8)
     ax.set(xscale="log", xlabel="step size", ylabel="bias of the mean of c_G (stationary)")
     bx.set(xscale="log", yscale="log", xlabel="step size",

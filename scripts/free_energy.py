@@ -10,8 +10,8 @@ onset's susceptibility and the sign families' weights (linear).
     python scripts/free_energy.py --L 32 --V 32 --mask causal --no-theory --scan 1400 2400  # causal mask
 
 softmax: windows on the copy logit xi, F over a_G, phases split at xi = log(L) / 2; with
---mask causal the causal model (copyjax.mask): windows on the causal copy logit, F over the mean
-over rows of a_G(l), the same split.
+--mask causal (or window:W) that model (copyjax.masks): windows on its copy logit, F over the mean
+over its loss rows of a_G(l), the same split.
 linear: windows on rho = c_1 + c_G (the mean sector, the onset's order parameter), every chain
 started with c_G = +0.5 (c_G's sign is slow above the crossover; the posterior is even under
 G -> -G, so one sign loses nothing); F over |rho| and |c_G|, Var |rho| (the susceptibility),
@@ -28,7 +28,8 @@ import os
 import sys
 import time
 
-from _cli import add_compile_cache_option, enable_compile_cache, nonneg_int, positive_float, positive_int, token_law_arg
+from _cli import (add_compile_cache_option, enable_compile_cache, mask_arg, nonneg_int, positive_float, positive_int,
+                  token_law_arg)
 
 
 
@@ -47,9 +48,10 @@ def main(argv=None) -> int:
     ap.add_argument("--tokens", type=token_law_arg, default="uniform",
                     help="token law of the sampled data: uniform, zipf:S or markov:Q (copyjax.tokens); a Markov "
                          "law has no reduced theory: use --no-theory with --P or --scan P_lo P_hi")
-    ap.add_argument("--mask", choices=["full", "causal"], default="full",
-                    help="attention support: full (cyclic, the paper's) or causal (keys m <= l, no loss at position 0; "
-                         "softmax only; no reduced theory: use --no-theory with --P or --scan P_lo P_hi)")
+    ap.add_argument("--mask", type=mask_arg, default="full",
+                    help="attention mask (copyjax.masks): full (cyclic, the paper's), causal (keys m <= l, no loss at "
+                         "position 0) or window:W (keys l-W .. l); softmax only under a mask other than full (no reduced "
+                         "theory: use --no-theory with --P or --scan P_lo P_hi)")
     ap.add_argument("--P", type=positive_int("--P"), nargs="+",
                     help="P values (default softmax: the theory's posterior-form P* times 0.85 0.93 1 1.08 1.2; "
                          "linear: its onset P_1 times 0.6 0.8 1 1.1 1.2 1.35 1.5 2 3 5)")
@@ -98,11 +100,11 @@ def main(argv=None) -> int:
             ap.error("--no-theory with --scan needs the range: --scan P_lo P_hi")
     if not a.tokens.iid and not a.no_theory:
         ap.error(f"--tokens {a.tokens.spec}: the reduced theory needs i.i.d. tokens; add --no-theory")
-    if a.mask == "causal":
+    if a.mask != "full":
         if a.activation != "softmax":
-            ap.error("--mask causal is built for --activation softmax (the causal copy logit)")
+            ap.error(f"--mask {a.mask}: the linear windows bias the full mask's mean coordinate; use --activation softmax")
         if not a.no_theory:
-            ap.error("--mask causal: the reduced theory is the full mask's; add --no-theory")
+            ap.error(f"--mask {a.mask}: the reduced theory is the full mask's; add --no-theory")
 
     import jax
     import jax.numpy as jnp

@@ -15,8 +15,8 @@ import os
 import sys
 import time
 
-from _cli import (SGLD_STARTS, add_compile_cache_option, enable_compile_cache, nonneg_int, positive_float,
-                  positive_int, token_law_arg)
+from _cli import (SGLD_STARTS, add_compile_cache_option, enable_compile_cache, mask_arg, nonneg_int,
+                  positive_float, positive_int, token_law_arg)
 
 DEFAULT_FREE_ENERGY_STEPS = 300  # umbrella steps per window: ~20 s for the one window point at L = 64
 
@@ -47,10 +47,10 @@ def parser():
     ap.add_argument("--activation", choices=["softmax", "linear", "both"], default="both")
     ap.add_argument("--tokens", type=token_law_arg, default="uniform",
                     help="token law of the data: uniform or zipf:S (i.i.d.; copyjax.tokens)")
-    ap.add_argument("--mask", choices=["full", "causal"], default="full",
-                    help="attention support: full (cyclic, the paper's) or causal (keys m <= l, no loss at position 0; "
-                         "copyjax.mask): with --activation softmax, the exact posterior and the free energy only "
-                         "(theory, NUTS, SGLD, Adam, the exact MAP and the LLC are the full mask's)")
+    ap.add_argument("--mask", type=mask_arg, default="full",
+                    help="attention mask (copyjax.masks): full (cyclic, the paper's), causal (keys m <= l, no loss at "
+                         "position 0) or window:W (keys l-W .. l); every method runs under it, the reduced theory's "
+                         "lines and its NUTS only under full (the LLC is the full mask's)")
     ap.add_argument("--P-min", type=positive_float("--P-min"), help="smallest P (default: from theory)")
     ap.add_argument("--P-max", type=positive_float("--P-max"), help="largest P (default: from theory)")
     ap.add_argument("--n-P", type=positive_int("--n-P"), help="number of log-spaced P values")
@@ -164,17 +164,10 @@ def build_config(a, ap):
             ap.error(f"--tokens {a.tokens.spec}: the main job's theory lines and NUTS need i.i.d. tokens (uniform, "
                      "zipf:S); a Markov law: scripts/free_energy.py --tokens and scripts/transitions.py --forms map")
         cfg["tokens"] = a.tokens.spec
-    if a.mask == "causal":  # likewise
-        if a.activation != "softmax":
-            ap.error("--mask causal needs --activation softmax (the causal model is built for softmax)")
-        if not exact_chains:
-            ap.error("--mask causal runs the exact posterior (and the free energy): --exact-chains must be > 0")
-        asked = {"--chains": a.chains, "--adam-seeds": a.adam_seeds, "--op-chains": a.op_chains,
-                 "--exact-map-steps": a.exact_map_steps, "--llc-steps": a.llc_steps}
-        if bad := [k for k, v in asked.items() if v]:
-            ap.error(f"--mask causal runs the exact posterior and the free energy only; {', '.join(bad)} "
-                     "must be 0 (built for the full mask)")
-        cfg.update(chains=0, adam_seeds=0, op_chains=0, mask="causal")
+    if a.mask != "full":  # likewise
+        if a.llc_steps:
+            ap.error(f"--llc-steps: the exact LLC is the full mask's, got --mask {a.mask}")
+        cfg.update(op_chains=0, mask=a.mask)  # NUTS in order-parameter space samples the cyclic theory
     if free_energy:
         cfg["free_energy"] = {"steps": fe_steps}
     if a.exact_map_steps:  # likewise
@@ -222,7 +215,7 @@ def main(argv=None):
     enable_compile_cache(a)
     import copyjax as cj
     from copyjax import point as PT, results
-    from copyjax.plots import phase_diagram as figures
+    from copyjax.point import figures
 
     cfg_file = os.path.join(out, "config.json")
     if os.path.exists(cfg_file):
@@ -275,8 +268,8 @@ def main(argv=None):
             write_netcdf(arr, results.point_path(out, act, i), {"activation": act, "P": P, "L": a.L, "V": a.V})
 
     theory = {}
-    causal = cfg.get("mask") == "causal"
-    for act in cfg["activations"] if not causal else ():  # no reduced theory of the causal model
+    masked = cfg.get("mask", "full") != "full"
+    for act in cfg["activations"] if not masked else ():  # the reduced theory is the full mask's
         h = cj.Hyper(cfg["beta"], cfg["sigma_w2"], cfg["sigma_g2"][act])
         fine = theory_grid(Ps)
         theory[act] = {k: (v.tolist() if hasattr(v, "tolist") else v)
@@ -290,7 +283,7 @@ def main(argv=None):
             k: v for k, v in cj.transition_points(a.L, a.V, act, h, "joint_map", tokens=a.tokens).as_dict().items()
             if k.startswith("P_")}}
 
-    if causal:  # the full mask's transitions placed the default P grid; they are not this model's
+    if masked:  # the full mask's transitions placed the default P grid; they are not this model's
         transitions = {act: {} for act in cfg["activations"]}
     res = {"config": cfg, "activations": cfg["activations"], "P_grid": Ps.tolist(),
            "transitions": transitions, "theory": theory, "points": [p.to_json() for p in points],
@@ -304,12 +297,12 @@ def main(argv=None):
     figs = figures.figures(res | {"points": points}, arrays, out)
 
     law = "" if a.tokens.kind == "uniform" else f", tokens {a.tokens.spec}"
-    law += ", causal mask (exact posterior and free energy; no reduced theory)" if causal else ""
+    law += f", mask {cfg['mask']} (no reduced theory)" if masked else ""
     print(f"\ncopyjax phase diagram, L={a.L}, V={a.V}{law}: {len(points)} points "
           f"({reused} reused) in {res['wall_s_total']:.0f} s -> {out}")
     for act in cfg["activations"]:
         t = transitions[act]
-        if not causal:  # (the causal model has no theory lines)
+        if not masked:  # (another mask's model has no theory lines)
             if act == "softmax":
                 print(f"  softmax theory (MAP): P* = {t['P_star'] or float('nan'):.0f}, spinodals "
                       f"{t['P_spinodal_low'] or float('nan'):.0f}-{t['P_spinodal_high'] or float('nan'):.0f}")

@@ -43,7 +43,7 @@ def one_device():
 # --no-loadscope-reorder (pyproject's addopts) the order is this collection order, longest
 # first (the classic fix). Stable: the tests keep their order within a file.
 _HEAVY_FIRST = ("test_scripts.py", "test_free_energy.py", "test_phase_diagram.py", "test_bench.py",
-                "test_op_posterior.py", "test_mask.py", "test_bench_phases.py", "test_samplers.py",
+                "test_op_posterior.py", "test_masks.py", "test_bench_phases.py", "test_samplers.py",
                 "test_exact_posterior.py", "test_published_numbers.py")
 
 

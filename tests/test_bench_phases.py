@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from copyjax.bench import phases as PH
-from copyjax.bench.score import phase_scores, verdict, within_phases
+from copyjax.bench.score import phase_scores, within_phases
 from copyjax.schema import Summary
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

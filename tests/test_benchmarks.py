@@ -6,7 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -54,7 +53,7 @@ print(failed)
 
 def test_every_benchmark_imports_and_parses_its_options():
     # a benchmark that imports a moved or removed name fails at once, not when someone runs it
-    # (issue 21 removed copyjax.experiments, copyjax.plotting and the dict-style summaries)
+    # (copyjax.experiments, copyjax.plotting and the dict-style summaries were removed once)
     code = _HELP_ALL.format(bench=os.path.join(ROOT, "benchmarks"), names=BENCHMARKS)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert r.returncode == 0 and r.stdout.strip().splitlines()[-1] == "[]", (r.stdout[-3000:], r.stderr[-3000:])

@@ -1,4 +1,4 @@
-"""No hang with many chains (issue 21, docs/lapack_hang.md): jaxlib 0.10.0-0.11.1 split
+"""No hang with many chains (docs/lapack_hang.md): jaxlib 0.10.0-0.11.1 split
 batched LAPACK calls over XLA's intra-op pool and deadlock on a 2-thread CPU from about 64
 vmapped chains. pyproject.toml excludes those versions; these canaries fail (time out) if an
 install resolves to one of them again, or if a sampler's block size stops mattering.

@@ -55,7 +55,8 @@ def test_expected_stats_matches_sample_average():
     # the zero entries (a != b on the diagonal blocks) are exactly zero in both
     assert np.all(C[~mask] == 0)
     # a wrong normalisation (e.g. 1/V instead of 1/V^2 off the diagonal) is detected
-    bad = E.copy(); bad[0, 1] *= V
+    bad = E.copy()
+    bad[0, 1] *= V
     assert np.max(np.abs(C[0, 1] - bad[0, 1]) / np.sqrt(P * p[0, 1])) > 5
 
 

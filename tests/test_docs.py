@@ -1,4 +1,4 @@
-"""The defaults the docs cite are the code's defaults (issue 26: docs/phase_diagram.md said 32
+"""The defaults the docs cite are the code's defaults (docs/phase_diagram.md once said 32
 exact chains while the code ran 16; docs/sampling.md cited exact steps the code no longer
 used). Reads the option table of docs/phase_diagram.md and the README's quick start."""
 import re

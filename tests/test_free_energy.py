@@ -74,7 +74,7 @@ def test_umbrella_mean_equals_plain_chains_where_they_mix(one_device):
     recombined from 12 biased windows equals the mean of 16 unbiased adaptive-MALA chains
     within 4 combined standard errors (MBAR's asymptotic error on subsampled draws; the plain
     chains' MCSE from their ESS), and so does the variance, which catches a kappa mismatch
-    between sampling and recombination (the bug issue 26 found surviving the whole suite)."""
+    between sampling and recombination (a bug that once survived the whole suite)."""
     L, V, P = 6, 4, 120
     act = "softmax"
     h = cj.default_hyper(act, L)

@@ -1,4 +1,4 @@
-"""The runtime path needs only the runtime dependencies (issue 20): every module of copyjax
+"""The runtime path needs only the runtime dependencies: every module of copyjax
 imports with the optional packages hidden (tests/_no_extras.py), and the main job's end-to-end
 test (tests/test_phase_diagram.py) runs with them hidden too; .ci/run also runs the README's
 first command in a venv with ``pip install -e .`` alone. Bug this guards: the main job

@@ -88,7 +88,7 @@ def test_the_worked_example_finds_the_exact_map(point_with_both):
 
 def test_the_figures_draw_every_layer(point_with_both, tmp_path):
     import copyjax as cj
-    from copyjax.plots import phase_diagram as figs
+    from copyjax.point import figures as figs
 
     p, arrays = point_with_both
     h = cj.default_hyper("softmax", 4)

@@ -202,7 +202,7 @@ def test_causal_script_end_to_end(tmp_path):
     assert np.mean(out["rows"][1]["aG_rows"]["pool"]) > np.mean(out["rows"][0]["aG_rows"]["pool"])  # more data, more copy
     assert (tmp_path / "causal_map.png").stat().st_size > 0
     ex = [row["exact"] for row in out["rows"]]
-    assert len(ex[0]["aG_rows"]) == 5 and set(ex[0]["by_start"]) == {"pool", "copy"}
+    assert set(ex[0]["by_start"]) == {"pool", "copy"}
     assert ex[1]["mean"] > ex[0]["mean"] and "exact posterior (MALA, 4 x 300): mean a_G " in r.stdout
     assert_cli_error(run("causal.py", ["--L", "2", "--P", "10", "--out", str(tmp_path)]), "--L")
     assert_cli_error(run("causal.py", ["--P", "10", "--exact-chains", "1", "--out", str(tmp_path)]), "--exact-chains")
@@ -242,7 +242,7 @@ def test_compile_cache_second_run_compiles_nothing_new(tmp_path):
 
 
 # ---------------------------------------------------------------- every README script, end to end
-# (issue 21: validate_theory.py crashed after its first point, writing typed summaries into
+# (validate_theory.py once crashed after its first point, writing typed summaries into
 # JSON, while its tests checked only bad arguments). Tiny sizes; outputs read back.
 
 

@@ -1,4 +1,4 @@
-"""Token laws (issue 25): parsing, sampling against the pair law, the reduced action for
+"""Token laws: parsing, sampling against the pair law, the reduced action for
 i.i.d. laws against the exact action on expected statistics, and the uniform limit."""
 import jax
 import jax.numpy as jnp

@@ -133,3 +133,26 @@ def test_a_row_round_trips_and_is_judged_again():
     s = dataclasses.asdict(score.RunScores("exact", **GOOD_RUN))
     assert s["moved"] == 64 and "ess_tail" in r and "prior_loss_ess_tail" in r
     assert score.judge(dict(r), GATE_OK) == score.judge(r, GATE_OK)
+
+
+def test_steps_to_low_bias_is_blackjax_benchmarks_metric():
+    """The cost metric against a direct loop over n: b^2(n) = max over x, x^2 of the squared
+    distance of the chains' running mean (first n draws, averaged over chains) from the exact
+    moment, over its exact variance; the first step after which it stays below 0.01. A chain
+    that starts 3 sd away and relaxes as 3 * 0.7^t needs more steps than one started in place;
+    a run that ends above it (or a frozen one away from the mean) gives None."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(1)
+    ref = SimpleNamespace(cG=rng.normal(0.5, 0.1, 20000))
+    t = np.arange(300)
+    x = 0.5 + 0.1 * (3 * 0.7 ** t + rng.normal(size=(64, 300)))
+    want = None
+    for n in range(1, 301):
+        b2 = max((np.mean(x[:, :n] ** k) - np.mean(ref.cG ** k)) ** 2 / np.var(ref.cG ** k) for k in (1, 2))
+        want = None if b2 < 0.01 and want is None else (want if b2 < 0.01 else n)
+    got = score.steps_to_low_bias(x, ref, thin=10)
+    assert got == (want + 1) * 10, (got, want)
+    in_place = score.steps_to_low_bias(0.5 + 0.1 * rng.normal(size=(64, 300)), ref, thin=10)
+    assert in_place < got
+    assert score.steps_to_low_bias(np.full((64, 300), 0.8), ref, thin=10) is None

@@ -27,20 +27,20 @@ class AdamMethod(Method):
         arrays = {}
         for start in ("prior", "copy"):
             ki = jax.random.fold_in(ctx.k_init, start == "copy")
-            init = training.init_ensemble(ki, c["adam_seeds"], ctx.L, ctx.V, h, act, start)
+            init = training.init_ensemble(ki, c["adam_seeds"], ctx.L, ctx.V, h, act, start, mask=ctx.mask)
             ens = training.train_ensemble(jax.random.fold_in(ctx.k_adam, start == "copy"), init, ctx.stats, h, act,
                                           steps=c["adam_steps"], learning_rate=c["adam_lr"],
-                                          record_every=max(1, c["adam_steps"] // 50))
+                                          record_every=max(1, c["adam_steps"] // 50), mask=ctx.mask)
             for k in OBS_KEYS:
                 arrays[f"{start}_{k}_curve"] = ens.curves[k]
                 arrays[f"{start}_{k}"] = ens.final_obs[k]
             arrays["steps"] = ens.steps
-            arrays[f"{start}_test_loss"] = held_out_loss(ens.final, ctx.stats_test, h, act)
+            arrays[f"{start}_test_loss"] = held_out_loss(ens.final, ctx.stats_test, h, act, ctx.mask)
         lp = np.concatenate([arrays["prior_logpost"], arrays["copy_logpost"]])
-        mask = training.reached_global(lp, rtol=c["adam_rtol"])
-        arrays["global_mask"] = mask
-        pick = lambda k: np.concatenate([arrays[f"prior_{k}"], arrays[f"copy_{k}"]])[mask]
-        return AdamSummary(int(mask.sum()), int(mask.size), **{
+        best = training.reached_global(lp, rtol=c["adam_rtol"])
+        arrays["global_mask"] = best
+        pick = lambda k: np.concatenate([arrays[f"prior_{k}"], arrays[f"copy_{k}"]])[best]
+        return AdamSummary(int(best.sum()), int(best.size), **{
             k: float(np.mean(pick(k))) for k in ("c1", "cG", "abs_rho", "loss", "coverage", "test_loss")}), arrays
 
 

@@ -15,14 +15,16 @@ import jax
 import jax.numpy as jnp
 
 from copyjax.data import sampled_stats
-from copyjax.mask import check_mask
+from copyjax import masks
 from copyjax.hyper import Hyper
 from copyjax.tokens import token_law
 from copyjax.schema import _maybe
 
 
-# configuration fields of methods built for the full (cyclic) mask only: 0 under mask "causal"
-FULL_MASK_ONLY = ("chains", "adam_seeds", "op_chains", "exact_map_steps", "llc_steps")
+# configuration fields of methods built for the full (cyclic) mask only: the reduced theory's
+# posterior form (NUTS in order-parameter space) has no other mask's form, and the LLC is the
+# full model's; under another mask they are skipped (op_chains) or refused (llc_steps)
+FULL_MASK_ONLY = ("llc_steps",)
 
 
 @dataclass
@@ -37,9 +39,9 @@ class Context:
     ``done``: the results of the methods that ran before, by name; ``shared``: objects a method
     hands to later ones (the exact run's final states, say), by the name of the method.
     ``tokens``: the token law of the data (``cfg["tokens"]``, absent: uniform; i.i.d. laws only).
-    ``mask``: the attention support (``cfg["mask"]``, absent: ``"full"``); ``"causal"`` runs
-    the exact posterior and the free energy of the causal model (``copyjax.mask``) and nothing
-    that is built for the full mask only (a ``ValueError`` names what was asked for)."""
+    ``mask``: the attention mask (``copyjax.masks``; ``cfg["mask"]``, absent: ``"full"``): every
+    method runs under it, the reduced theory's lines and its posterior form only under the full
+    mask (they are the cyclic model's); the LLC is refused under another (a ``ValueError``)."""
 
     cfg: dict
     activation: str
@@ -54,12 +56,11 @@ class Context:
         self.L, self.V = c["L"], c["V"]
         self.hyper = Hyper(c["beta"], c["sigma_w2"], c["sigma_g2"][self.activation])
         self.tokens = token_law(c.get("tokens"))
-        self.mask = check_mask(c.get("mask", "full"))
-        if self.mask == "causal":
-            full_only = [k for k in FULL_MASK_ONLY if c.get(k)]
-            if full_only or self.activation != "softmax":
-                raise ValueError(f"mask 'causal' runs softmax's exact posterior and free energy only; got activation "
-                                 f"{self.activation!r} and {', '.join(f'{k}={c[k]}' for k in full_only) or 'nothing else'}")
+        self.mask = masks.get(c.get("mask", "full"))
+        self.mask.check(self.activation)
+        full_only = [k for k in FULL_MASK_ONLY if c.get(k)]
+        if full_only and self.mask != masks.FULL:
+            raise ValueError(f"mask {self.mask.spec!r}: {', '.join(full_only)} is built for the full mask only")
         self.key = jax.random.fold_in(jax.random.key(c["seed"]), self.index)
         self.k_data, self.k_test, self.k_chain, self.k_adam, self.k_init = jax.random.split(self.key, 5)
         self.stats = sampled_stats(self.k_data, self.P, self.L, self.V, tokens=self.tokens).astype(jnp.float32)

@@ -137,22 +137,22 @@ class ExactMethod(Method):
         return {self.prefix: d} if d else {}
 
 
-def exact_joint_starts(key, run, n: int, stats, hyper, activation: str):
+def exact_joint_starts(key, run, n: int, stats, hyper, activation: str, mask="full"):
     """``n`` exact joint draws of (W, G) as SGLD starts: G from the final states of the
     exact-posterior chains that moved (cycled), W from its Gaussian conditional given G
     (``network.sample_w_posterior``). Float32, like the SGLD chains."""
     import jax.numpy as jnp
 
-    from copyjax import network
+    from copyjax import masks, network
     from copyjax.data import float_stats
-    from copyjax.model import attention
 
     ok = np.flatnonzero(~run.stuck & ~np.asarray(run.samples.nonfinite))
     ok = ok if ok.size else np.arange(len(run.stuck))
     G = jnp.asarray(np.asarray(run.samples.final.position)[ok[np.arange(n) % ok.size]])
     stats = float_stats(stats)
-    A = attention(G.astype(stats.dtype), activation)
-    W = jax.vmap(lambda k, a: network.sample_w_posterior(k, a, stats, hyper))(jax.random.split(key, n), A)
+    mask = masks.get(mask)
+    A = mask.attention(G.astype(stats.dtype), activation)
+    W = jax.vmap(lambda k, a: network.sample_w_posterior(k, a, stats, hyper, mask))(jax.random.split(key, n), A)
     return network.Params(W.astype(jnp.float32), G.astype(jnp.float32))
 
 

@@ -17,8 +17,6 @@ import numpy as np
 
 from copyjax import exact_posterior
 from copyjax.action import marginal_logdensity
-from copyjax.model import attention
-from copyjax.order import reported_order_parameters
 from copyjax.point.base import Method
 from copyjax.schema import _Record
 
@@ -50,10 +48,11 @@ class ExactMAPMethod(Method):
     def run(self, ctx):
         h, act = ctx.hyper, ctx.activation
         stats = ctx.stats.astype(jnp.float64 if jax.config.jax_enable_x64 else jnp.float32)
-        G0 = exact_posterior.start_positions(jax.random.fold_in(ctx.key, 104), 1, 1, ctx.L, h, act, stats.dtype)
-        G = exact_posterior.optimise_starts(G0, stats, h, act, ctx.cfg["exact_map_steps"], ctx.cfg["exact_map_lr"])
-        logp = np.asarray(jax.vmap(lambda g: marginal_logdensity(g, stats, h, act))(G), float)
-        cG = np.asarray(jax.vmap(lambda g: reported_order_parameters(attention(g, act), act)["cG"])(G), float)
+        m = ctx.mask
+        G0 = exact_posterior.start_positions(jax.random.fold_in(ctx.key, 104), 1, 1, ctx.L, h, act, stats.dtype, m)
+        G = exact_posterior.optimise_starts(G0, stats, h, act, ctx.cfg["exact_map_steps"], ctx.cfg["exact_map_lr"], m)
+        logp = np.asarray(jax.vmap(lambda g: marginal_logdensity(g, stats, h, act, m))(G), float)
+        cG = np.asarray(jax.vmap(lambda g: m.order(m.attention(g, act), act)["cG"])(G), float)
         result = ExactMAP([float(c) for c in cG], [float(v) for v in logp], int(np.argmax(logp)))
         return result, {"G": np.asarray(G), "cG": cG, "logp": logp}
 

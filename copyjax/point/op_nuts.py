@@ -6,6 +6,7 @@ import dataclasses
 
 import jax
 
+from copyjax import masks
 from copyjax.point.base import Method, draws_with_prefix
 from copyjax.point.exact_chains import EXACT_KEYS
 from copyjax.schema import OP_OBSERVABLES, OPSummary
@@ -20,7 +21,7 @@ class OPNutsMethod(Method):
     result_type = OPSummary
 
     def enabled(self, ctx):
-        return bool(ctx.cfg["op_chains"])
+        return bool(ctx.cfg["op_chains"]) and ctx.mask == masks.FULL  # the theory's form is the cyclic model's
 
     def run(self, ctx):
         from copyjax import op_posterior  # brings NUTS: imported when it runs

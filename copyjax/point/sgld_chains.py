@@ -8,10 +8,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from copyjax import chains, network, samplers, training
+from copyjax import chains, masks, network, samplers, training
 from copyjax.data import stats_size, streamed_tokens
 from copyjax.hyper import Hyper
-from copyjax.model import attention, log_likelihood_from_stats
 from copyjax.point.base import Method, draws_with_prefix
 from copyjax.point.exact_chains import exact_joint_starts
 from copyjax.schema import SGLD_STARTS, SGLDRuns, SGLDSummary
@@ -28,20 +27,20 @@ def auto_step_size(P: float, V: int, hyper: Hyper, scale: float = 0.05) -> float
     return scale / (hyper.beta * P / V + V / hyper.sigma_w2)
 
 
-def held_out_loss(final, stats_test, hyper, activation) -> np.ndarray:
+def held_out_loss(final, stats_test, hyper, activation, mask="full") -> np.ndarray:
     """Per-sequence loss of every network of ``final`` (a ``network.Params`` with a leading
-    axis) on fresh statistics."""
-    return np.asarray(_test_loss_jit(final, stats_test, hyper=hyper, activation=activation))
+    axis) on fresh statistics, under ``mask``."""
+    return np.asarray(_test_loss_jit(final, stats_test, hyper=hyper, activation=activation, mask=masks.get(mask)))
 
 
-@partial(jax.jit, static_argnames=("hyper", "activation"))
-def _test_loss_jit(final, stats_test, *, hyper, activation):
+@partial(jax.jit, static_argnames=("hyper", "activation", "mask"))
+def _test_loss_jit(final, stats_test, *, hyper, activation, mask):
     # compiled once per sweep: the statistics are an argument
     P = stats_size(stats_test)
 
     def one(p):
-        A = attention(p.G, activation)
-        return -log_likelihood_from_stats(p.W, A, stats_test, hyper.beta) / (hyper.beta * P)
+        A = mask.attention(p.G, activation)
+        return -mask.log_likelihood(p.W, A, stats_test, hyper.beta) / (hyper.beta * P)
 
     return jax.vmap(one)(final)
 
@@ -61,7 +60,7 @@ class SGLDMethod(Method):
     def run(self, ctx):
         c, act, h, P = ctx.cfg, ctx.activation, ctx.hyper, ctx.P
         eps = c["step_size"] or auto_step_size(P, ctx.V, h)
-        obs = network.Observer(h, act, OBS_KEYS)
+        obs = network.Observer(h, act, OBS_KEYS, ctx.mask)
         data = {"stats": ctx.stats, "step_size": jnp.asarray(eps, jnp.float32)}
         if c["batch"]:
             # the same sequences the statistics count (same chunking and keys)
@@ -69,25 +68,25 @@ class SGLDMethod(Method):
             layout = c.get("batch_layout", "independent")
             if layout == "shared":  # one minibatch per step for all chains, from this key
                 data["batch_key"] = jax.random.fold_in(ctx.k_chain, 1000)
-            alg = samplers.NetworkSampler(h, act, "sgld", min(c["batch"], P), layout=layout)
+            alg = samplers.NetworkSampler(h, act, "sgld", min(c["batch"], P), layout=layout, mask=ctx.mask)
         else:
-            alg = samplers.NetworkSampler(h, act, "sgld")
+            alg = samplers.NetworkSampler(h, act, "sgld", mask=ctx.mask)
         run = ctx.shared.get("exact")
         starts = [s for s in c["sgld_starts"] if s != "exact" or run is not None]
         summaries, arrays = {}, {}
         for start in starts if c["chains"] else ():
             ki = jax.random.fold_in(ctx.k_init, SGLD_STARTS.index(start))
             if start == "exact":
-                init = exact_joint_starts(ki, run, c["chains"], ctx.stats, h, act)
+                init = exact_joint_starts(ki, run, c["chains"], ctx.stats, h, act, ctx.mask)
             else:
-                init = training.init_ensemble(ki, c["chains"], ctx.L, ctx.V, h, act, start)
+                init = training.init_ensemble(ki, c["chains"], ctx.L, ctx.V, h, act, start, mask=ctx.mask)
             s = chains.run_chains(jax.random.fold_in(ctx.k_chain, SGLD_STARTS.index(start)), alg, init, obs, data,
                                   schedule=chains.Schedule(c["steps"], c["steps"] // 2, max(1, c["steps"] // 100)),
                                   progress=ctx.progress, desc=f"{act} P={P} sgld/{start}")
             for k in OBS_KEYS:
                 arrays[f"{start}_{k}"] = s.draws[k]
             arrays[f"{start}_divergent"] = s.nonfinite  # (saved name kept)
-            arrays[f"{start}_test_loss"] = tl = held_out_loss(s.final.position, ctx.stats_test, h, act)
+            arrays[f"{start}_test_loss"] = tl = held_out_loss(s.final.position, ctx.stats_test, h, act, ctx.mask)
             summaries[start] = SGLDSummary(
                 *(chains.summarize(s.draws[k], s.nonfinite) for k in ("c1", "cG", "abs_rho", "loss", "coverage")),
                 test_loss=float(np.mean(tl[~s.nonfinite])) if (~s.nonfinite).any() else None)

@@ -2,7 +2,7 @@
 local minimum of the MAP and posterior forms, and the joint MAP of (W, G) that Adam finds."""
 from __future__ import annotations
 
-from copyjax import theory
+from copyjax import masks, theory
 from copyjax.order import sector_order_parameters
 from copyjax.plots._common import curve_value, metastable_branches
 from copyjax.point.base import Method
@@ -28,7 +28,7 @@ class TheoryMethod(Method):
                    "post_abs_rho", "theory_in_window")
 
     def enabled(self, ctx):
-        return ctx.mask == "full"  # the reduced theory is the cyclic model's
+        return ctx.mask == masks.FULL  # the reduced theory is the cyclic model's
 
     def run(self, ctx):
         L, V, act, h, P, tok = ctx.L, ctx.V, ctx.activation, ctx.hyper, ctx.P, ctx.tokens
@@ -52,6 +52,8 @@ class TheoryMethod(Method):
                 "theory_joint_map": r.joint_map.to_json()}
 
     def from_json(self, d):
+        if d.get("theory_map") is None:  # not run (another mask than the full one)
+            return None
         return TheoryForms(TheoryForm.from_json(d["theory_map"]), TheoryForm.from_json(d["theory_posterior"]),
                             TheoryOP.from_json(d["theory_joint_map"]))
 
