@@ -118,6 +118,29 @@ class PositionObserver(NamedTuple):
         return self.fn(position)
 
 
+def _is_multiprocess() -> bool:
+    return jax.process_count() > 1
+
+
+def _to_global(x, sharding):
+    """``x`` (the same full host value in every process) as a global array laid out by
+    ``sharding``: each process supplies its own devices' slices (one process: ``device_put``)."""
+    if not _is_multiprocess():
+        return jax.device_put(x, sharding)
+    host = np.asarray(x)
+    return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+
+
+def _to_host(x) -> np.ndarray:
+    """A global array as one NumPy array in every process: the one collective of a
+    multi-process run (``process_allgather``; one process: ``np.asarray``)."""
+    if not _is_multiprocess() or getattr(x, "is_fully_addressable", True):
+        return np.asarray(x)
+    from jax.experimental import multihost_utils
+
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+
+
 def run_chains(key, spec, init_positions, observe: Callable, data=None, *, schedule: Schedule | None = None,
                layout: Layout = Layout(), progress: bool = False, desc: str = "chains") -> Samples:
     """Run ``n_chains`` chains of the sampler ``spec`` builds.
@@ -131,6 +154,12 @@ def run_chains(key, spec, init_positions, observe: Callable, data=None, *, sched
     sweep over P with fixed shapes compiles once. ``init_positions``: pytree with a leading
     chain axis. ``schedule``: steps, burn-in, thinning (``Schedule``); ``layout``: devices,
     chain blocks, host round trips, chain indices (``Layout``).
+
+    Under ``jax.distributed`` (``copyjax.distributed``: one process per host, ``jax.devices()``
+    spanning them all) every process calls it with the same arguments: the chain axis is sharded
+    over every device of every process, each process feeds its own devices' chains, ``data`` is
+    replicated, and the draws, final states and infos are gathered once at the end, so every
+    process returns the same ``Samples``; the progress bar is process 0's.
     """
     if schedule is None:
         raise TypeError("run_chains() needs schedule=Schedule(num_steps, burn_in, thin)")
@@ -154,11 +183,17 @@ def run_chains(key, spec, init_positions, observe: Callable, data=None, *, sched
     n_pad = -n_chains % (n_dev * chain_block)
     pad = lambda x: jnp.concatenate([x, jnp.repeat(x[:1], n_pad, 0)]) if n_pad else x
     shard = NamedSharding(mesh, PartitionSpec("chains"))
-    positions = jax.device_put(jax.tree.map(pad, init_positions), shard)
+    positions = jax.tree.map(lambda x: _to_global(pad(x), shard), init_positions)
     ids = n_chains if layout.chain_ids is None else jnp.asarray(layout.chain_ids)
     if not isinstance(ids, int) and ids.shape != (n_chains,):
         raise ValueError(f"chain_ids must have shape ({n_chains},), got {ids.shape}")
-    keys = jax.device_put(pad(chain_keys(key, ids)), shard)
+    keys = chain_keys(key, ids)
+    if _is_multiprocess():
+        keys = jax.random.wrap_key_data(_to_global(pad(jax.random.key_data(keys)), shard))
+        if data is not None:
+            data = jax.tree.map(lambda x: _to_global(x, NamedSharding(mesh, PartitionSpec())), data)
+    else:
+        keys = jax.device_put(pad(keys), shard)
     static = dict(algorithm=spec, observe=observe, mesh=mesh, chain_block=chain_block)
     states = _init(positions, keys, data, algorithm=spec)
     advance = lambda states, keys, t0, n: _advance(states, keys, t0, data, n=n, **static)
@@ -166,7 +201,7 @@ def run_chains(key, spec, init_positions, observe: Callable, data=None, *, sched
 
     block_draws = layout.block_draws or max(1, math.ceil(num_draws / 50))
     bar = None
-    if progress:
+    if progress and jax.process_index() == 0:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=num_steps, desc=desc, unit="step")
@@ -190,8 +225,14 @@ def run_chains(key, spec, init_positions, observe: Callable, data=None, *, sched
             bar.update(nb * thin)
     if bar:
         bar.close()
-    stacked = {k: np.stack([np.asarray(d[k]) for d in draws], axis=1)[:n_chains] for k in draws[0]}
-    leaves = [np.asarray(x)[:n_chains] for x in jax.tree.leaves(states)]
+    if _is_multiprocess():  # the one collective: a gather per observable, state leaf and info field
+        stacked = {k: _to_host(jnp.stack([d[k] for d in draws], axis=1))[:n_chains] for k in draws[0]}
+        states = jax.tree.map(lambda x: jax.random.wrap_key_data(jnp.asarray(_to_host(jax.random.key_data(x))))
+                              if _is_key(x) else jnp.asarray(_to_host(x)), states)
+        info_sum = jax.tree.map(_to_host, info_sum)
+    else:
+        stacked = {k: np.stack([np.asarray(d[k]) for d in draws], axis=1)[:n_chains] for k in draws[0]}
+    leaves = [np.asarray(x)[:n_chains] for x in jax.tree.leaves(states) if not _is_key(x)]
     finite_state = np.all([np.all(np.isfinite(x.reshape(n_chains, -1)), axis=1) for x in leaves
                            if np.issubdtype(x.dtype, np.floating) and x.size], axis=0)
     finite_draws = np.all([np.all(np.isfinite(v), axis=1) for v in stacked.values()], axis=0)
@@ -206,6 +247,10 @@ def run_algorithm(key, algorithm, init_positions, observe: Callable, *, schedule
     (no data: what the algorithm needs is closed over, so every new algorithm compiles anew)."""
     return run_chains(key, Fixed(algorithm), init_positions, PositionObserver(observe), None,
                       schedule=schedule, layout=layout, progress=progress, desc=desc)
+
+
+def _is_key(x) -> bool:
+    return hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
 def _data_at_step(algorithm, data, t):

@@ -18,8 +18,19 @@ import tempfile
 import numpy as np
 
 
+def writes_here() -> bool:
+    """Whether this process writes files: always, except the processes other than 0 of a
+    ``jax.distributed`` run (their results are the same: ``chains.run_chains`` gathers them)."""
+    import jax
+
+    return not jax.distributed.is_initialized() or jax.process_index() == 0
+
+
 def atomic_write_bytes(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temporary file + fsync + ``os.replace``)."""
+    """Write ``data`` to ``path`` atomically (temporary file + fsync + ``os.replace``); only on
+    the process that ``writes_here``."""
+    if not writes_here():
+        return
     d = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
     try:
@@ -130,4 +141,4 @@ RECORDED_PACKAGES = ("copyjax", "jax", "jaxlib", "blackjax", "optax", "numpyro",
 
 __all__ = ["RECORDED_PACKAGES", "atomic_savez", "atomic_write_bytes", "config_hash", "file_digest", "load_if_same",
            "load_point", "package_versions", "point_path", "read_json", "save_point", "save_with_key", "write_csv",
-           "write_json"]
+           "write_json", "writes_here"]

@@ -104,6 +104,50 @@ def token_law_arg(s):
     return TokenArg() if v == 0 else TokenArg(kind, v)
 
 
+def add_distributed_options(ap: argparse.ArgumentParser) -> None:
+    """Many hosts (``copyjax.distributed``): ``--coordinator-address HOST:PORT --num-processes N
+    --process-id I`` (the names of ``jax.distributed.initialize``'s arguments), or
+    ``--distributed auto`` (JAX's cluster detection: SLURM, Open MPI); ``--distributed-timeout``."""
+    g = ap.add_argument_group("many hosts (jax.distributed: one process per host; docs/sampling.md, 'Many hosts')")
+    g.add_argument("--coordinator-address", metavar="HOST:PORT", help="process 0's address, the same in every process")
+    g.add_argument("--num-processes", type=positive_int("--num-processes"), help="processes in the run")
+    g.add_argument("--process-id", type=nonneg_int("--process-id"), help="this process, in [0, --num-processes)")
+    g.add_argument("--distributed", choices=["auto"], help="auto: JAX's cluster detection (SLURM, Open MPI)")
+    g.add_argument("--distributed-timeout", type=positive_int("--distributed-timeout"), default=300,
+                   help="seconds for every process to reach the coordinator (then an error, not a hang)")
+
+
+def start_distributed(ap: argparse.ArgumentParser, args) -> bool:
+    """Start ``jax.distributed`` from ``add_distributed_options``' options (call before any
+    other JAX call); a bad combination is an argument error naming the option. Returns whether
+    the run spans several processes."""
+    given = {"--coordinator-address": args.coordinator_address, "--num-processes": args.num_processes,
+             "--process-id": args.process_id}
+    import jax
+
+    from copyjax import distributed
+
+    if jax.distributed.is_initialized():  # started by the caller (leaderboard.py runs bench_samplers.py in-process)
+        return True
+    if args.distributed == "auto":
+        if any(v is not None for v in given.values()):
+            ap.error(f"--distributed auto detects {', '.join(given)}; give those or --distributed auto, not both")
+        distributed.initialize_auto(args.distributed_timeout)
+        return True
+    if all(v is None for v in given.values()):
+        return False
+    if missing := [k for k, v in given.items() if v is None]:
+        ap.error(f"{', '.join(missing)}: --coordinator-address, --num-processes and --process-id go together")
+    if args.process_id >= args.num_processes:
+        ap.error(f"--process-id must be in [0, --num-processes) = [0, {args.num_processes}), got {args.process_id}")
+    try:
+        distributed.initialize(args.coordinator_address, args.num_processes, args.process_id,
+                               args.distributed_timeout)
+    except (ValueError, TimeoutError) as e:
+        ap.error(f"--coordinator-address: {e}" if "coordinator" in str(e) else str(e))
+    return True
+
+
 def add_compile_cache_option(ap: argparse.ArgumentParser) -> None:
     """``--compile-cache DIR`` / ``--no-compile-cache`` (see ``enable_compile_cache``)."""
     ap.add_argument("--compile-cache", metavar="DIR",

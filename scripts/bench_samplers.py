@@ -36,7 +36,7 @@ import argparse
 import os
 import sys
 
-from _cli import int_at_least, nonneg_int, positive_float, positive_int
+from _cli import add_distributed_options, int_at_least, nonneg_int, positive_float, positive_int, start_distributed
 
 
 def parser():
@@ -76,6 +76,7 @@ def parser():
     ap.add_argument("--cache-dir", help="where exact references are cached (default ~/.cache/copyjax/bench)")
     ap.add_argument("--out", default="runs/bench")
     ap.add_argument("--no-progress", action="store_true")
+    add_distributed_options(ap)
     return ap
 
 
@@ -90,6 +91,7 @@ def main(argv=None):
     if a.num_steps is not None and a.num_steps // a.thin < 9:
         parser().error(f"--num-steps / --thin must be >= 9, got {a.num_steps} / {a.thin}")
     sys.path.insert(0, os.getcwd())  # a user's module:function from the working directory
+    start_distributed(parser(), a)  # before any other JAX call
     import jax
 
     jax.config.update("jax_enable_x64", True)

@@ -28,8 +28,8 @@ import os
 import sys
 import time
 
-from _cli import (add_compile_cache_option, enable_compile_cache, mask_arg, nonneg_int, positive_float, positive_int,
-                  token_law_arg)
+from _cli import (add_compile_cache_option, add_distributed_options, enable_compile_cache, mask_arg, nonneg_int,
+                  positive_float, positive_int, start_distributed, token_law_arg)
 
 
 
@@ -84,6 +84,7 @@ def main(argv=None) -> int:
                          "summary.json then holds null for them")
     ap.add_argument("--no-progress", action="store_true")
     add_compile_cache_option(ap)
+    add_distributed_options(ap)
     a = ap.parse_args(argv)
     if a.steps < 30:
         ap.error("--steps must be >= 30 (a third is burn-in, the rest is thinned by 5)")
@@ -106,6 +107,7 @@ def main(argv=None) -> int:
         if not a.no_theory:
             ap.error(f"--mask {a.mask}: the reduced theory is the full mask's; add --no-theory")
 
+    start_distributed(ap, a)  # before any other JAX call
     import jax
     import jax.numpy as jnp
     import numpy as np

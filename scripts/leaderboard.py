@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from _cli import int_at_least, nonneg_int, positive_float
+from _cli import add_distributed_options, int_at_least, nonneg_int, positive_float, start_distributed
 
 BEGIN, END = "<!-- leaderboard:begin -->", "<!-- leaderboard:end -->"
 
@@ -62,6 +62,7 @@ def parser():
                                                   "docs", "leaderboard.md"),
                     help="markdown file whose generated section is replaced (default docs/leaderboard.md)")
     ap.add_argument("--no-progress", action="store_true")
+    add_distributed_options(ap)
     return ap
 
 
@@ -86,6 +87,7 @@ def regime_P(L, V, activation, regime) -> int | None:
 def main(argv=None):
     a = parser().parse_args(argv)
     sys.path.insert(0, os.getcwd())  # a user's module:function from the working directory
+    start_distributed(parser(), a)  # before any other JAX call; bench_samplers.py runs in this process
     import jax
 
     jax.config.update("jax_enable_x64", True)

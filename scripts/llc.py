@@ -21,7 +21,7 @@ import os
 import sys
 import time
 
-from _cli import int_at_least, nonneg_int, positive_float, positive_int
+from _cli import add_distributed_options, int_at_least, nonneg_int, positive_float, positive_int, start_distributed
 
 
 def main(argv=None) -> int:
@@ -43,12 +43,14 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int_at_least("--steps", 30), default=2000, help="MALA steps per chain (a third burn-in)")
     ap.add_argument("--out", default="runs/llc")
     ap.add_argument("--no-progress", action="store_true")
+    add_distributed_options(ap)
     a = ap.parse_args(argv)
     try:
         os.makedirs(a.out, exist_ok=True)
     except OSError as e:
         ap.error(f"--out {a.out!r} cannot be created: {e}")
 
+    start_distributed(ap, a)  # before any other JAX call
     import jax
 
     jax.config.update("jax_enable_x64", True)

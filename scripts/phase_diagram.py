@@ -15,8 +15,8 @@ import os
 import sys
 import time
 
-from _cli import (SGLD_STARTS, add_compile_cache_option, enable_compile_cache, mask_arg, nonneg_int,
-                  positive_float, positive_int, token_law_arg)
+from _cli import (SGLD_STARTS, add_compile_cache_option, add_distributed_options, enable_compile_cache, mask_arg,
+                  nonneg_int, positive_float, positive_int, start_distributed, token_law_arg)
 
 DEFAULT_FREE_ENERGY_STEPS = 300  # umbrella steps per window: ~20 s for the one window point at L = 64
 
@@ -60,6 +60,7 @@ def parser():
     ap.add_argument("--step-size", type=positive_float("--step-size"),
                     help="SGLD step size (default: automatic, 0.05 / largest curvature in W)")
     add_compile_cache_option(ap)
+    add_distributed_options(ap)
     ap.add_argument("--netcdf", action="store_true",
                     help="also write each point's chains as ArviZ netCDF (points/<activation>_<i>_<sampler>.nc; "
                          "needs pip install 'copyjax[arviz]')")
@@ -208,6 +209,7 @@ def main(argv=None):
     except OSError as e:
         ap.error(f"--out {out!r} is not writable: {e.strerror}")
 
+    start_distributed(ap, a)  # before any other JAX call; every process runs the same sweep
     import jax
     import numpy as np
 
@@ -225,7 +227,7 @@ def main(argv=None):
                   f"(hash {results.config_hash(old)} vs {results.config_hash(cfg)}); use another --out or pass "
                   f"--overwrite", file=sys.stderr)
             return 2
-        if old != cfg:
+        if old != cfg and results.writes_here():
             for fn in os.listdir(os.path.join(out, "points")):
                 os.unlink(os.path.join(out, "points", fn))
     results.write_json(cfg_file, cfg)

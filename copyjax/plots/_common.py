@@ -10,13 +10,17 @@ ACT_LABEL = {"softmax": ("a_1", "a_G"), "linear": ("sign(rho) c_1", "|c_G|")}
 
 
 def save(fig, out: str, name: str) -> list:
-    """``out/name.png`` and ``.pdf``; closes the figure; returns the paths."""
+    """``out/name.png`` and ``.pdf`` (on the process that ``results.writes_here``); closes the
+    figure; returns the paths."""
     import matplotlib.pyplot as plt
+
+    from copyjax.results import writes_here
 
     paths = []
     for ext in ("png", "pdf"):
         p = os.path.join(out, f"{name}.{ext}")
-        fig.savefig(p, dpi=130, bbox_inches="tight")
+        if writes_here():
+            fig.savefig(p, dpi=130, bbox_inches="tight")
         paths.append(p)
     plt.close(fig)
     return paths

@@ -141,12 +141,25 @@ def chains(arrays: dict) -> dict:
     return out
 
 
+def _in_every_process(flag: bool) -> bool:
+    """``flag`` where it holds in every process of a ``jax.distributed`` run (a point is
+    reused only where every process can read it, so that all compute the same points)."""
+    import jax
+
+    if not jax.distributed.is_initialized():
+        return flag
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    return bool(np.min(multihost_utils.process_allgather(np.int32(flag))))
+
+
 def load_or_run_point(cfg, out, activation, P, index, progress=False) -> tuple[Point, dict, bool]:
     """Reuse a finished point (same configuration hash) or compute and save it
     (``copyjax.results``: atomic writes, summary last). Returns (point, arrays, reused)."""
     base = results.point_path(out, activation, index)
     done = results.load_point(base, results.config_hash(cfg), P)
-    if done is not None:
+    if _in_every_process(done is not None):
         return Point.from_json(done[0]), done[1], True
     point, arrays = run_point(cfg, activation, P, index, progress)
     point = point.replace(config_hash=results.config_hash(cfg))
