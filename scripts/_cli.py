@@ -33,6 +33,19 @@ def nonneg_int(name: str):
     return int_at_least(name, 0)
 
 
+def float_in(name: str, lo: float, hi: float, why: str = ""):
+    """A finite number in (lo, hi]; the error names the option, the range and ``why``."""
+    def conv(s):
+        try:
+            v = float(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {s!r}") from None
+        if not (math.isfinite(v) and lo < v <= hi):
+            raise argparse.ArgumentTypeError(f"{name} must be in ({lo:g}, {hi:g}]{why}, got {s!r}")
+        return v
+    return conv
+
+
 def positive_float(name: str):
     def conv(s):
         try:

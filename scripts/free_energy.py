@@ -28,8 +28,8 @@ import os
 import sys
 import time
 
-from _cli import (add_compile_cache_option, add_distributed_options, enable_compile_cache, mask_arg, nonneg_int,
-                  positive_float, positive_int, start_distributed, token_law_arg)
+from _cli import (add_compile_cache_option, add_distributed_options, enable_compile_cache, float_in, int_at_least,
+                  mask_arg, nonneg_int, positive_float, positive_int, start_distributed, token_law_arg)
 
 
 
@@ -42,8 +42,8 @@ def _listed(x):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--L", type=positive_int("--L"), default=64)
-    ap.add_argument("--V", type=positive_int("--V"), default=32)
+    ap.add_argument("--L", type=int_at_least("--L", 2), default=64)
+    ap.add_argument("--V", type=int_at_least("--V", 2), default=32)
     ap.add_argument("--activation", choices=["softmax", "linear"], default="softmax")
     ap.add_argument("--tokens", type=token_law_arg, default="uniform",
                     help="token law of the sampled data: uniform, zipf:S or markov:Q (copyjax.tokens); a Markov "
@@ -63,9 +63,12 @@ def main(argv=None) -> int:
     ap.add_argument("--P0", type=positive_int("--P0"),
                     help="with --scan: the sequences sampled (default the theory's posterior-form P*, or the "
                          "geometric middle of the scan if P* lies outside it)")
-    ap.add_argument("--temper-spacing", type=positive_float("--temper-spacing"), default=0.06,
+    # neighbouring tempers' data actions differ by ~20 nats sd per unit of log t at L = 64
+    # (free_energy.scan_tempers): past 0.3 apart (~6 nats) MBAR has next to no overlap to join them
+    ap.add_argument("--temper-spacing", type=float_in("--temper-spacing", 0.0, 0.3, " (neighbouring tempers must overlap)"),
+                    default=0.06,
                     help="with --scan: the largest gap in log t between sampled tempers (overlap: see docs/free_energy.md)")
-    ap.add_argument("--scan-points", type=positive_int("--scan-points"),
+    ap.add_argument("--scan-points", type=int_at_least("--scan-points", 2),
                     help="with --scan: P values reported across the scan (default four per temper interval)")
     ap.add_argument("--bootstrap", type=nonneg_int("--bootstrap"), default=20,
                     help="with --scan: bootstrap replicates of the draws for P*'s error (0: MBAR's error only)")
