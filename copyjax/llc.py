@@ -37,7 +37,8 @@ from copyjax.order import reported_order_parameters
 
 
 def default_nbeta(P: float) -> float:
-    """devinterp's default inverse temperature times n: ``P / log P`` (P > 1 sequences)."""
+    """The inverse temperature times n: ``P / log P`` (P > 1 sequences), devinterp's n / log n
+    with n the whole data (devinterp's own default takes n = its batch size B)."""
     if not P > 1:
         raise ValueError(f"P must be > 1 for the default nbeta = P / log P, got {P}")
     return float(P) / math.log(float(P))
