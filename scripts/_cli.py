@@ -173,8 +173,9 @@ def add_compile_cache_option(ap: argparse.ArgumentParser) -> None:
 def enable_compile_cache(args) -> str | None:
     """Point JAX's persistent compilation cache at ``args.compile_cache`` (call before the
     first compilation). Every compilation that takes 0.2 s or more is stored (JAX's default
-    threshold, 1 s, would leave most of the chains' kernels at L = 64 out). Returns the
-    directory, or None with ``--no-compile-cache``."""
+    threshold, 1 s, would leave most of the chains' kernels at L = 64 out;
+    ``$COPYJAX_COMPILE_CACHE_MIN_SECS`` sets another). Returns the directory, or None with
+    ``--no-compile-cache``."""
     if args.no_compile_cache:
         return None
     import os
@@ -184,5 +185,6 @@ def enable_compile_cache(args) -> str | None:
     path = args.compile_cache or os.environ.get("COPYJAX_COMPILE_CACHE") or os.path.join(
         os.path.expanduser("~"), ".cache", "copyjax", "jax")
     jax.config.update("jax_compilation_cache_dir", path)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs",
+                      float(os.environ.get("COPYJAX_COMPILE_CACHE_MIN_SECS", 0.2)))
     return path

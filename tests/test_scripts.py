@@ -15,9 +15,9 @@ from _cli_errors import assert_cli_error
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run(script, args):
+def run(script, args, env=None):
     return subprocess.run([sys.executable, os.path.join(ROOT, "scripts", script), *args],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=env)
 
 
 @pytest.mark.parametrize("script, args, word", [
@@ -224,17 +224,20 @@ def test_causal_script_linear(tmp_path):
 def test_compile_cache_second_run_compiles_nothing_new(tmp_path):
     """The scripts enable JAX's persistent compilation cache: a first run fills it, a second
     run of the same shapes (into a fresh --out) adds no entry, i.e. loads every compiled
-    function instead of compiling, and gives the same numbers."""
+    function instead of compiling, and gives the same numbers. Every compilation is cached
+    here (a threshold of 0 s): at the scripts' 0.2 s a small function whose compile time
+    straddles it on a loaded machine was cached by one run and not the other."""
     import json
 
+    env = os.environ | {"COPYJAX_COMPILE_CACHE_MIN_SECS": "0"}
     cache = tmp_path / "cache"
     args = ["--L", "4", "--V", "3", "--P", "30", "--steps", "60", "--spacing", "0.3", "--no-theory",
             "--no-progress", "--compile-cache", str(cache)]
-    r = run("free_energy.py", args + ["--out", str(tmp_path / "a")])
+    r = run("free_energy.py", args + ["--out", str(tmp_path / "a")], env)
     assert r.returncode == 0, r.stderr[-2000:]
     first = {p.name for p in cache.iterdir()}
     assert len(first) > 0
-    r = run("free_energy.py", args + ["--out", str(tmp_path / "b")])
+    r = run("free_energy.py", args + ["--out", str(tmp_path / "b")], env)
     assert r.returncode == 0, r.stderr[-2000:]
     assert {p.name for p in cache.iterdir()} == first
     pts = [json.loads(Path(tmp_path / d / "summary.json").read_text())["points"] for d in "ab"]
