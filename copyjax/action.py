@@ -18,6 +18,7 @@ import jax.scipy.linalg as jsl
 from copyjax import masks
 from copyjax._checks import check_activation, check_square, check_stats, is_concrete
 from copyjax.data import float_stats, stats_size
+from copyjax.model import stats_contractions
 
 
 def _float_dtype(x):
@@ -155,8 +156,8 @@ def expected_test_loss(A: jax.Array, stats_train: jax.Array, stats_test: jax.Arr
     A = jnp.asarray(A)
     A = A.astype(_float_dtype(A))
     L = A.shape[-1]
-    K, B = masks.FULL.contractions(A, stats_train)[:2]
-    Kt, Bt = masks.FULL.contractions(A, stats_test)[:2]
+    K, B = stats_contractions(A, stats_train)
+    Kt, Bt = stats_contractions(A, stats_test)
     return _posterior_w_loss(K, B, Kt, Bt, stats_size(stats_train).astype(A.dtype),
                              stats_size(stats_test).astype(A.dtype), L, hyper)
 

@@ -24,12 +24,6 @@ class Full(Mask):
     def attention(self, G, activation):
         return attention(G, activation)
 
-    def contractions(self, A, stats):
-        from copyjax.model import stats_contractions
-
-        K, B = stats_contractions(A, stats)
-        return K, B, A.shape[-1]
-
     def log_likelihood(self, W, A, stats, beta):
         return log_likelihood_from_stats(W, A, stats, beta)
 
