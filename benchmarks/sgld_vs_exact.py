@@ -61,7 +61,7 @@ from copyjax import samplers as S  # noqa: E402
 from copyjax import training  # noqa: E402
 from copyjax.data import streamed_tokens  # noqa: E402
 from copyjax.point.exact_chains import EXACT_KEYS, exact_joint_starts, exact_thin  # noqa: E402
-from copyjax.point.sgld_chains import auto_step_size  # noqa: E402
+from copyjax.hyper import auto_step_size  # noqa: E402
 from copyjax.results import write_json  # noqa: E402
 
 acts = ["softmax", "linear"] if a.activation == "both" else [a.activation]

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 jax.config.update("jax_enable_x64", True)
 import copyjax as cj  # noqa: E402
 from copyjax import chains as C, op_posterior as O, samplers as S, training  # noqa: E402
-from copyjax.point.sgld_chains import auto_step_size  # noqa: E402
+from copyjax.hyper import auto_step_size  # noqa: E402
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--P", type=int, default=8973)

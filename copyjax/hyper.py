@@ -69,4 +69,12 @@ def normalised_hyper(activation: str, L: int, V: int, loss: str = "mean", w_prio
     return Hyper(beta, sigma_w2, sigma_g2)
 
 
-__all__ = ["default_hyper", "G_PRIORS", "Hyper", "LOSS_NORMS", "normalised_hyper", "W_PRIORS"]
+def auto_step_size(P: float, V: int, hyper: Hyper, scale: float = 0.05) -> float:
+    """``scale / lambda_W``: lambda_W = beta P / V + V / sigma_w2 is the largest curvature of
+    -log p in W (reached on span{U, S}), the stiffest direction of the posterior; a Langevin
+    step eps (noise sqrt(2 eps)) of this size is stable there."""
+    return scale / (hyper.beta * P / V + V / hyper.sigma_w2)
+
+
+__all__ = ["auto_step_size", "default_hyper", "G_PRIORS", "Hyper", "LOSS_NORMS", "normalised_hyper", "W_PRIORS"]
+

@@ -97,7 +97,6 @@ def main(argv=None):
     jax.config.update("jax_enable_x64", True)
 
     from copyjax import bench, results
-    from copyjax.point.sgld_chains import auto_step_size
 
     try:
         specs = [bench.resolve(s) for s in a.samplers]
@@ -131,7 +130,7 @@ def main(argv=None):
     elif ref.branches_disagree:
         parser().error("--P: the exact chains' start families disagree here (a coexistence window) and the "
                        "reference has no phase weights (linear attention?)")
-    eps0 = auto_step_size(a.P, a.V, task.hyper)
+    eps0 = task.eps0
     steps = a.step_size or [f * eps0 for f in (a.step_factors or (0.25, 1.0, 4.0))]
     rows, reused = [], 0
     ref_settings = {"n_chains": a.ref_chains, "num_steps": a.ref_steps, "phases": True if a.phase_weights else None,

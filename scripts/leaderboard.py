@@ -105,8 +105,10 @@ def main(argv=None):
     t0 = time.perf_counter()
     cmd = " ".join(["python scripts/leaderboard.py", *(sys.argv[1:] if argv is None else argv)])
     grid = [{"L": L, "V": a.V, "activation": act, "regime": regime, "P": regime_P(L, a.V, act, regime),
-             "eps0": None, "report": None, "done": False, "cmd": cmd, "minutes": None}
+             "report": None, "done": False, "cmd": cmd, "minutes": None}
             for L in a.L for act in a.activations for regime in a.regimes]
+    for t in grid:  # the step sizes' unit, the task's own (bench_samplers runs the same)
+        t["eps0"] = None if t["P"] is None else bench.Task(t["L"], t["V"], t["activation"], t["P"], a.data_seed).eps0
     for t in grid:
         if t["P"] is None:
             print(f"== L={t['L']} {t['activation']} inside: no coexistence window (a continuous transition), "
@@ -130,7 +132,6 @@ def main(argv=None):
         try:
             bench_samplers.main(bargs)
             t["report"] = results.read_json(os.path.join(out, "report.json"))
-            t["eps0"] = t["report"]["eps0"]
         except SystemExit as e:  # bench_samplers refused the task
             if e.code not in (0, None):
                 t["report"] = None

@@ -240,6 +240,37 @@ def test_an_equal_wall_budget_sets_the_steps(small_ref):
         steps_for_budget(ref, mala, 2e-3, 0.0, n_chains=8)
 
 
+def test_the_budget_pilots_run_a_samplers_init_once(small_ref):
+    """A sampler that tunes in ``init`` (MCLMC) is tuned once by ``steps_for_budget``: the
+    timed pilots continue from the compiling run's states. Counted by a callback in ``init``
+    against one plain run of the same algorithm (``chains.run_algorithm``); before, every pilot
+    (at least 7 runs) ran ``init`` again, and its tuning time entered the timed differences."""
+    import blackjax
+    from blackjax.base import SamplingAlgorithm
+
+    from copyjax import chains
+    from copyjax.bench.score import _positions, steps_for_budget
+
+    calls = []
+
+    def counted(logdensity_fn, step_size):
+        alg = blackjax.mala(logdensity_fn, step_size)
+
+        def init(position):
+            jax.debug.callback(lambda: calls.append(1))
+            return alg.init(position)
+
+        return SamplingAlgorithm(init, alg.step)
+
+    n = steps_for_budget(small_ref, counted, 2e-3, 0.2, n_chains=8, thin=10)
+    assert n >= 90
+    in_budget, calls[:] = len(calls), []
+    alg = counted(lambda pos: -0.5 * sum(jax.numpy.sum(v**2) for v in pos.values()), 2e-3)
+    chains.run_algorithm(jax.random.key(0), alg, _positions(small_ref, "exact", 8, jax.random.key(1)),
+                         lambda pos: {"x": pos["G"][0, 0]}, schedule=chains.Schedule(20, 0, 10))
+    assert len(calls) > 0 and in_budget == len(calls), (in_budget, len(calls))
+
+
 def test_the_leaderboard_command_rewrites_only_its_section(tmp_path):
     """scripts/leaderboard.py on one small task (L = 4, V = 3, softmax below the transition,
     MALA at 4 eps0, 0.5 s of sampling per run): the generated section replaces the old one

@@ -25,7 +25,7 @@ from copyjax import chains, results
 from copyjax._checks import check_activation, check_size
 from copyjax.bench.phases import allocate, mixture_draws, mixture_summary, PHASES, phase_summary, Phases
 from copyjax.data import sample_tokens, sufficient_stats
-from copyjax.hyper import default_hyper
+from copyjax.hyper import auto_step_size, default_hyper
 from copyjax.schema import Summary
 
 REFERENCE_VERSION = 3  # bump when the reference's computation changes: old cache files are ignored
@@ -51,6 +51,12 @@ class Task(NamedTuple):
     @property
     def hyper(self):
         return default_hyper(self.activation, self.L)
+
+    @property
+    def eps0(self) -> float:
+        """The task's reference Langevin step (``hyper.auto_step_size``: 0.05 / lambda_W); the
+        bench's step sizes are multiples of it."""
+        return auto_step_size(self.P, self.V, self.hyper)
 
     def tokens(self) -> jax.Array:
         """``(P, L)`` int32 training sequences."""

@@ -10,7 +10,7 @@ import numpy as np
 
 from copyjax import chains, masks, network, samplers, training
 from copyjax.data import stats_size, streamed_tokens
-from copyjax.hyper import Hyper
+from copyjax.hyper import auto_step_size
 from copyjax.point.base import Method, draws_with_prefix
 from copyjax.point.exact_chains import exact_joint_starts
 from copyjax.schema import SGLD_STARTS, SGLDRuns, SGLDSummary
@@ -19,12 +19,6 @@ OBS_KEYS = ("c1", "cG", "abs_rho", "family", "coverage", "loss", "logpost")
 # marker and label per start (the starts' index in schema.SGLD_STARTS keys their random streams)
 SGLD_LABEL = {"prior": ("o", "SGLD relaxation from the prior"), "exact": ("s", "SGLD from exact posterior draws"),
               "copy": ("D", "SGLD from the copy pattern")}
-
-
-def auto_step_size(P: float, V: int, hyper: Hyper, scale: float = 0.05) -> float:
-    """``scale / lambda_W``: lambda_W = beta P / V + V / sigma_w2 is the largest curvature of
-    -log p in W (reached on span{U, S}), the stiffest direction of the posterior."""
-    return scale / (hyper.beta * P / V + V / hyper.sigma_w2)
 
 
 def held_out_loss(final, stats_test, hyper, activation, mask="full") -> np.ndarray:
@@ -155,4 +149,4 @@ class SGLDMethod(Method):
 METHOD = SGLDMethod()
 
 
-__all__ = ["auto_step_size", "held_out_loss", "METHOD", "OBS_KEYS", "SGLD_LABEL", "SGLDMethod"]
+__all__ = ["held_out_loss", "METHOD", "OBS_KEYS", "SGLD_LABEL", "SGLDMethod"]
