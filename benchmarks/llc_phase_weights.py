@@ -54,7 +54,7 @@ for P in a.P:
         ap.error(f"--P {P:g} lies outside the scan's range [{Ps[0]:.0f}, {Ps[-1]:.0f}]")
 tokens = cj.token_law(summ.get("tokens", "uniform"))
 hyper = cj.default_hyper("softmax", L)
-key = jax.random.fold_in(jax.random.key(seed), P0)  # the scan's data, as scripts/free_energy.py draws it
+key = cj.point_key(seed, P0)  # the scan's data, as scripts/free_energy.py draws it
 stats0 = cj.sampled_stats(jax.random.fold_in(key, 0), P0, L, V, tokens=tokens).astype(jnp.float32).astype(jnp.float64)
 
 os.makedirs(a.out, exist_ok=True)

@@ -41,7 +41,7 @@ def main(argv=None):
     L, V = a.L, a.V
     hyper = cj.default_hyper("softmax", L)
     P0 = int(round(cj.transition_points(L, V, "softmax", hyper, "posterior").P_star))
-    key = jax.random.fold_in(jax.random.key(a.seed), P0)  # scripts/free_energy.py's data at P = P0
+    key = cj.point_key(a.seed, P0)  # scripts/free_energy.py's data at P = P0
     stats = cj.sampled_stats(jax.random.fold_in(key, 0), P0, L, V).astype(jnp.float32)
     grid = np.array(sorted(a.grid))
     print(f"L={L}, V={V}: data of P0 = {P0} sequences (theory P*); per-P at t = {grid.tolist()}; "

@@ -42,7 +42,7 @@ print(f"L={L} V={V} softmax, seed {a.seed}, {a.chains} exact chains x {a.steps} 
 print("| P | prior-started: mean a_G | prior-started chains above the divide | copy-started: mean a_G | s |")
 print("|---:|---:|---:|---:|---:|")
 for P in a.P:
-    key = jax.random.fold_in(jax.random.key(a.seed), P)
+    key = cj.point_key(a.seed, P)
     stats = cj.sampled_stats(jax.random.fold_in(key, 0), P, L, V).astype(jnp.float32)
     t0 = time.perf_counter()
     run = X.sample_exact_posterior(jax.random.fold_in(key, 2), stats, h, "softmax", n_chains=a.chains,

@@ -29,7 +29,7 @@ def main(argv=None):
     for L, P in (tuple(int(x) for x in s.split(",")) for s in a.LP):
         V = 32
         h = cj.default_hyper("softmax", L)
-        key = jax.random.fold_in(jax.random.key(0), P)
+        key = cj.point_key(0, P)
         stats = cj.sampled_stats(jax.random.fold_in(key, 0), P, L, V).astype(jnp.float32)
         centers = np.array([0.0, 0.3, 1.0, 2.0, np.log(L), np.log(L) + 0.5])
         t0 = time.time()

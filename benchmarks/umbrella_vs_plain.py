@@ -35,7 +35,7 @@ h = cj.default_hyper("softmax", L)
 print(f"L={L} V={V} softmax, seed {a.seed}: posterior mean of a_G, umbrella + MBAR vs plain chains")
 print(f"{'P':>6} {'umbrella':>18} {'plain':>18} {'R-hat':>6} {'diff / se':>9} {'s umb':>6} {'s plain':>7}")
 for P in a.P:
-    key = jax.random.fold_in(jax.random.key(a.seed), P)
+    key = cj.point_key(a.seed, P)
     stats = cj.sampled_stats(jax.random.fold_in(key, 0), P, L, V).astype(jnp.float32)
     t0 = time.perf_counter()
     pr, _, _ = FE.softmax_phase_weights(jax.random.fold_in(key, 1), stats, h, num_steps=a.steps)

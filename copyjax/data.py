@@ -178,5 +178,12 @@ def stats_peak_bytes(L: int, V: int, chunk: int = DEFAULT_CHUNK) -> int:
     return 4 * chunk * L * (L - 1) + 4 * chunk * L + 4 * L * L * V * V * 3
 
 
-__all__ = ["compute_dtype", "copy_targets", "DEFAULT_CHUNK", "expected_stats", "float_stats", "one_hot", "sample_tokens", "sampled_stats",
+def point_key(seed: int, P: int) -> jax.Array:
+    """The key of a sweep's point at P: ``fold_in(key(seed), P)``. Its fold 0 draws the point's
+    training data and fold 1 its chains (the free energy, the LLC, the causal study and the
+    benchmarks that share their data), so the same (seed, P) is the same data everywhere."""
+    return jax.random.fold_in(jax.random.key(seed), P)
+
+
+__all__ = ["compute_dtype", "copy_targets", "DEFAULT_CHUNK", "expected_stats", "float_stats", "one_hot", "point_key", "sample_tokens", "sampled_stats",
            "stats_peak_bytes", "stats_size", "streamed_tokens", "sufficient_stats"]

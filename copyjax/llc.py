@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from copyjax import exact_posterior
+from copyjax import exact_posterior, masks
 from copyjax._checks import check_activation, check_burn_in, check_positive, check_size
 from copyjax.chains import Layout, Schedule, run_chains, summarize
 from copyjax.data import float_stats, stats_size
@@ -201,7 +201,7 @@ def estimate_llc(key, stats, W_star, G_star, activation: str, *, nbeta: float | 
 
 class Minimum(NamedTuple):
     """A local minimum w* of the joint posterior found by Adam: ``phase`` (softmax:
-    ``"pooling"`` / ``"copy"`` by a_G against ``free_energy.softmax_windows(L).divide``;
+    ``"pooling"`` / ``"copy"`` by a_G against ``masks.FULL.divide(L)``;
     linear: ``"below_onset"`` / ``"above_onset"`` by |rho| against 0.1), the start family it came
     from, ``W: (V, V)``, ``G: (L, L)``, its log posterior and order parameters."""
 
@@ -216,9 +216,7 @@ class Minimum(NamedTuple):
 
 @lru_cache(maxsize=None)
 def _divide(L: int) -> float:
-    from copyjax.free_energy import softmax_windows
-
-    return softmax_windows(L).divide
+    return masks.FULL.divide(L)
 
 
 def phase_of(cG, abs_rho, activation: str, L: int):

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from copyjax import reduced
+from copyjax import masks, reduced
 from copyjax._checks import check_activation, check_P, check_size
 from copyjax.chains import chain_keys, summarize
 from copyjax.schema import OPStat, OPSummary
@@ -267,11 +267,12 @@ def equal_mass_point(L: int, V: int, P_lo: float, P_hi: float, hyper: Hyper | No
     hyper = default_hyper("softmax", L) if hyper is None else hyper
     P_lo, P_hi = check_P(P_lo, "P_lo"), check_P(P_hi, "P_hi")
     law = sampling_law(L, hyper, P_hi) if law is None else law
+    divide = masks.FULL.divide(L)  # the one phase divide (the free energy's and the LLC's)
 
     def copy_mass(P):
         modes, _, _, w = posterior_modes(P, L, V, "softmax", hyper, law)
         aG = np.array([float(reduced.aG_from_y(reduced.row_moments(jnp.asarray(m), law)[2], L)) for m in modes])
-        return float(np.sum(w[aG > 0.25]))
+        return float(np.sum(w[aG >= divide]))
 
     if not (copy_mass(P_lo) < 0.5 <= copy_mass(P_hi)):
         raise ValueError(f"[P_lo, P_hi] = [{P_lo}, {P_hi}] does not bracket the equal-mass point")

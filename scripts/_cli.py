@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
-from typing import NamedTuple
 
 # the SGLD starts the scripts accept: copyjax.schema.SGLD_STARTS, named here so that options
 # are checked without importing JAX (tests/test_phase_diagram.py checks they are the same)
@@ -69,52 +67,27 @@ def lv_pair(s):
     return L, V
 
 
-class TokenArg(NamedTuple):
-    """A parsed ``--tokens``: the same fields and canonical form as ``copyjax.tokens.TokenLaw``
-    (copyjax's functions take it as a law), parsed here so that a bad option costs no JAX import
-    (``tests/test_tokens.py`` checks that both parsers agree)."""
-
-    kind: str = "uniform"
-    param: float = 0.0
-
-    @property
-    def spec(self) -> str:
-        return "uniform" if self.kind == "uniform" else f"{self.kind}:{self.param:g}"
-
-    @property
-    def iid(self) -> bool:
-        return self.kind != "markov"
-
-
-MASK_SPEC = re.compile(r"full|causal|window:[1-9][0-9]*")  # copyjax.masks' names (tests/test_masks.py checks)
-
-
 def mask_arg(s):
-    """``--mask full | causal | window:W`` (W >= 1) -> the spec, checked without importing JAX
-    (``copyjax.masks.get`` builds the mask from it)."""
-    s = s.strip()
-    if not MASK_SPEC.fullmatch(s):
-        raise argparse.ArgumentTypeError(f"--mask must be full, causal or window:W (W an integer >= 1), got {s!r}")
-    return s
+    """``--mask full | causal | window:W`` (W >= 1) -> the spec, checked by ``copyjax.specs``
+    without importing JAX (``copyjax.masks.get`` builds the mask from it)."""
+    from copyjax import specs
+
+    try:
+        specs.mask_spec(s)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"--{e}") from None
+    return s.strip()
 
 
 def token_law_arg(s):
-    """``--tokens uniform | zipf:S | markov:Q`` -> ``TokenArg`` (zipf:0 and markov:0 are uniform)."""
-    kind, _, arg = s.strip().partition(":")
-    if kind == "uniform" and not arg:
-        return TokenArg()
-    if kind not in ("zipf", "markov") or not arg:
-        raise argparse.ArgumentTypeError(f"--tokens must be 'uniform', 'zipf:S' (S >= 0) or 'markov:Q' "
-                                         f"(0 <= Q < 1), got {s!r}")
+    """``--tokens uniform | zipf:S | markov:Q`` -> ``copyjax.specs.TokenLaw`` (zipf:0 and
+    markov:0 are uniform), parsed without importing JAX."""
+    from copyjax import specs
+
     try:
-        v = float(arg)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--tokens: the parameter of {kind!r} must be a number, got {arg!r}") from None
-    if kind == "zipf" and not (math.isfinite(v) and v >= 0):
-        raise argparse.ArgumentTypeError(f"--tokens: the Zipf exponent S must be finite and >= 0, got {v}")
-    if kind == "markov" and not 0 <= v < 1:
-        raise argparse.ArgumentTypeError(f"--tokens: the Markov stay probability Q must be in [0, 1), got {v}")
-    return TokenArg() if v == 0 else TokenArg(kind, v)
+        return specs.token_law(s)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"--{e}") from None
 
 
 def add_distributed_options(ap: argparse.ArgumentParser) -> None:

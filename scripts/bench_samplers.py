@@ -198,10 +198,7 @@ def rejudge(row: dict, gate: dict) -> dict:
     """``row`` judged again (``bench.judge``) against the reference's ``gate``."""
     from copyjax import bench
 
-    row["verdict"], row["verdict_reason"] = bench.judge(row, gate)
-    row["agrees_with_exact"] = row["verdict"] == "agrees"
-    row["agrees_within_phases"] = bench.score.within_phases(row)
-    return row
+    return row | bench.score.judged(row, gate)
 
 
 def table(rows) -> list[str]:

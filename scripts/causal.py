@@ -106,8 +106,8 @@ for P in Ps:
     rows.append({"P": P, "action": {k: v[0] for k, v in res.items()}, "aG_rows": {k: v[1].tolist() for k, v in res.items()},
                  "global": best, "n_rows_copying": n_copy})
     if a.exact_chains:
-        data = cj.sampled_stats(jax.random.fold_in(jax.random.key(a.data_seed), P), P, L, V).astype(jnp.float64)
-        run = sample_exact_posterior(jax.random.fold_in(jax.random.key(a.data_seed + 1), P), data, h, act,
+        data = cj.sampled_stats(cj.point_key(a.data_seed, P), P, L, V).astype(jnp.float64)
+        run = sample_exact_posterior(cj.point_key(a.data_seed + 1, P), data, h, act,
                                      n_chains=a.exact_chains, num_steps=a.exact_steps, mask=M)
         cG = np.asarray(run.samples.draws["cG"], float)
         # per start family: the mean of the order parameter (linear: of |row mean c_G|, the sign being a symmetry)

@@ -202,7 +202,7 @@ def main(argv=None) -> int:
                     write_json(base + ".json", old)
                 return _refresh_minima(old)
         t0 = time.perf_counter()
-        key = jax.random.fold_in(jax.random.key(seed), P)
+        key = cj.point_key(seed, P)
         stats = cj.sampled_stats(jax.random.fold_in(key, 0), P, L, V, tokens=a.tokens).astype(jnp.float32)
         if linear:
             run = FE.sample_umbrella(jax.random.fold_in(key, 1), stats, hyper, act, centers, kappa=kappa,
@@ -398,7 +398,7 @@ def scan(a, L: int, V: int, hyper, tp, ap) -> int:
             per_seed[seed] = old
         else:
             t0 = time.perf_counter()
-            key = jax.random.fold_in(jax.random.key(seed), P0)  # the per-P run's data at P = P0
+            key = cj.point_key(seed, P0)  # the per-P run's data at P = P0
             stats = cj.sampled_stats(jax.random.fold_in(key, 0), P0, L, V, tokens=a.tokens).astype(jnp.float32)
             sc, rec, run = FE.softmax_scan(jax.random.fold_in(key, 1), stats, hyper, P_lo, P_hi,
                                            temper_spacing=a.temper_spacing, n_grid=a.scan_points, spacing=spacing,

@@ -49,7 +49,9 @@ def parser():
     ap.add_argument("--chains", type=int_at_least("--chains", 4), default=64)
     ap.add_argument("--thin", type=int_at_least("--thin", 1), default=10)
     ap.add_argument("--ref-chains", type=int_at_least("--ref-chains", 4), default=32)
-    ap.add_argument("--ref-steps", type=int_at_least("--ref-steps", 30), default=1500)
+    ap.add_argument("--ref-steps", type=int_at_least("--ref-steps", 30), default=6000,
+                    help="steps of each exact reference chain (default 6000: at 1500 the L = 16 softmax task below the "
+                         "transition failed the gate, R-hat 1.010)")
     ap.add_argument("--phase-steps", type=int_at_least("--phase-steps", 30), default=1800,
                     help="inside tasks: umbrella steps per window of the phase weights (default 1800)")
     ap.add_argument("--phase-chains", type=int_at_least("--phase-chains", 1), default=4,

@@ -86,7 +86,7 @@ def main(argv=None) -> int:
             todo = [g for g in a.gamma if (act, P, g) not in done]
             if not todo:
                 continue
-            key = jax.random.fold_in(jax.random.key(a.data_seed), P)
+            key = cj.point_key(a.data_seed, P)
             tokens = cj.sample_tokens(key, P, a.L, a.V)
             stats = cj.sufficient_stats(tokens, a.V).astype(jnp.float64)
             mins = llc.find_minima(jax.random.fold_in(key, 1), stats, h, act, n_seeds=a.adam_seeds,

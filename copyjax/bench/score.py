@@ -393,10 +393,16 @@ def score_sampler(ref: Reference, name: str, build, step_size: float, *, n_chain
             grads_to_low_bias=None if low is None else float(low * grads))
     sc = Scores(name, float(step_size), n_chains, num_steps, out["exact"], out["prior"], False, batch_size,
                 ref.phases is not None)
-    row = sc.row()
-    v, why = judge(row, ref.gate)
-    return dataclasses.replace(sc, verdict=v, verdict_reason=why, agrees_with_exact=v == "agrees",
-                               agrees_within_phases=within_phases(row))
+    return dataclasses.replace(sc, **judged(sc.row(), ref.gate))
+
+
+def judged(row: dict, gate: dict | None = None) -> dict:
+    """The verdict fields of a row judged against a reference's ``gate`` (``judge``):
+    ``verdict``, ``verdict_reason``, ``agrees_with_exact`` and ``agrees_within_phases``; a new
+    run's and a saved row judged again get them from here alike."""
+    v, why = judge(row, gate)
+    return {"verdict": v, "verdict_reason": why, "agrees_with_exact": v == "agrees",
+            "agrees_within_phases": within_phases(row)}
 
 
 RUNS = (("", "exact starts"), ("prior_", "prior starts"))
@@ -509,6 +515,6 @@ def within_phases(row: dict) -> bool | None:
     return bool(not _within_clause(row) and row["nonfinite"] == 0)
 
 
-__all__ = ["BIAS2_MAX", "CLAUSES", "ESS_MIN", "judge", "phase_scores", "run", "RunScores", "score_sampler", "Scores",
-           "SCORES_VERSION", "steps_for_budget", "steps_to_equilibrium", "steps_to_low_bias", "RHAT_MAX", "verdict",
+__all__ = ["BIAS2_MAX", "CLAUSES", "ESS_MIN", "judge", "judged", "phase_scores", "run", "RunScores", "score_sampler",
+           "Scores", "SCORES_VERSION", "steps_for_budget", "steps_to_equilibrium", "steps_to_low_bias", "RHAT_MAX", "verdict",
            "VERDICTS", "within_phases", "Z_MAX"]

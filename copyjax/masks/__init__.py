@@ -1,17 +1,27 @@
-"""Attention masks as plug-ins: a ``Mask`` (``masks.base``) per module, and the registry.
+"""Attention masks as plug-ins: a ``Mask`` (``masks.base``) per module, registered by name in
+``copyjax.specs`` (``MASKS``, ``MASK_FAMILIES``: the one list, which the scripts check options
+against without importing JAX).
 
 ``get(spec)`` turns a name (``"full"``, ``"causal"``, ``"window:4"``) or a ``Mask`` into the
 mask; everything that depends on the mask (the action, the samplers, the network, the free
 energy, the order parameters) takes one. A new mask is one module with its ``allowed`` (and
-whatever else differs) plus one line here."""
+whatever else differs) plus one line in ``copyjax.specs``."""
 from __future__ import annotations
 
-from copyjax.masks import causal, full, window
+import importlib
+
+from copyjax import specs
 from copyjax.masks.base import Mask
 
-# name -> the mask, or for a parametrised family "name:param" -> a parser of param
-MASKS = {"full": full.FULL, "causal": causal.CAUSAL}
-FAMILIES = {"window": window.parse}
+
+def _load(path: str):
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+# name -> the mask; for a parametrised family "name:param" -> the mask's class
+MASKS = {name: _load(path) for name, path in specs.MASKS.items()}
+FAMILIES = {name: _load(path) for name, (path, _, _) in specs.MASK_FAMILIES.items()}
 
 
 def get(spec) -> Mask:
@@ -19,17 +29,11 @@ def get(spec) -> Mask:
     ``spec`` itself if it is a ``Mask``; ``ValueError`` naming the choices otherwise."""
     if isinstance(spec, Mask):
         return spec
-    if isinstance(spec, str):
-        if spec in MASKS:
-            return MASKS[spec]
-        name, sep, param = spec.partition(":")
-        if sep and name in FAMILIES:
-            return FAMILIES[name](param)
-    raise ValueError(f"mask must be one of {sorted(MASKS)} or {', '.join(f'{k}:PARAM' for k in FAMILIES)} "
-                     f"(e.g. window:4), got {spec!r}")
+    name, param = specs.mask_spec(spec)
+    return MASKS[name] if param is None else FAMILIES[name](param)
 
 
-FULL = full.FULL
-CAUSAL = causal.CAUSAL
+FULL = MASKS["full"]
+CAUSAL = MASKS["causal"]
 
 __all__ = ["CAUSAL", "FAMILIES", "FULL", "get", "Mask", "MASKS"]

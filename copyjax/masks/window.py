@@ -21,12 +21,4 @@ class Window(Mask):
         return (key <= query) & (key >= query - self.w)
 
 
-def parse(param: str) -> Window:
-    try:
-        w = int(param)
-    except ValueError:
-        raise ValueError(f"mask 'window:w' needs an integer width w >= 1, got {param!r}") from None
-    return Window(w)
-
-
-__all__ = ["parse", "Window"]
+__all__ = ["Window"]

@@ -1,0 +1,114 @@
+"""The text forms of the plug-in axes a command line names: token laws (``--tokens``) and
+attention masks (``--mask``). Parsed and checked here, without JAX (``import copyjax`` loads
+nothing eagerly), so a script refuses a bad option before JAX loads; ``copyjax.tokens`` and
+``copyjax.masks`` build the plug-ins from what this module returns.
+
+Each registry is the one list of its axis:
+
+* ``TOKEN_LAWS``: law kind -> the check of its parameter (``None``: the law takes none);
+  ``copyjax.tokens.LAWS`` holds each law's sampler and moments under the same names.
+* ``MASKS``: mask name -> ``"module:attribute"`` of the ``Mask``; ``MASK_FAMILIES``: family
+  name -> ``("module:class", what its parameter is, its check)`` for ``family:param`` specs.
+  A new mask is its module and one line here.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+
+def _zipf_exponent(v: float) -> str | None:
+    return None if math.isfinite(v) and v >= 0 else f"the Zipf exponent S must be finite and >= 0, got {v}"
+
+
+def _stay_probability(v: float) -> str | None:
+    return None if 0 <= v < 1 else f"the Markov stay probability Q must be in [0, 1), got {v}"
+
+
+# kind -> check of its parameter (an error text, or None when it is allowed); None: no parameter
+TOKEN_LAWS = {"uniform": None, "zipf": _zipf_exponent, "markov": _stay_probability}
+TOKEN_FORMS = "'uniform', 'zipf:S' (S >= 0) or 'markov:Q' (0 <= Q < 1)"
+
+
+class TokenLaw(NamedTuple):
+    """``kind`` in ``TOKEN_LAWS``; ``param``: the Zipf exponent S (>= 0) or the Markov stay
+    probability Q (in [0, 1)); 0 for uniform. Hashable: it keys caches and is a static argument."""
+
+    kind: str = "uniform"
+    param: float = 0.0
+
+    @property
+    def spec(self) -> str:
+        """The law as written on the command line: ``uniform``, ``zipf:1``, ``markov:0.3``."""
+        return "uniform" if self.kind == "uniform" else f"{self.kind}:{self.param:g}"
+
+    @property
+    def iid(self) -> bool:
+        """Tokens independent across positions (the four-scalar reduction holds)."""
+        return self.kind != "markov"
+
+
+UNIFORM = TokenLaw()
+
+
+def token_law(spec: "str | TokenLaw | None") -> TokenLaw:
+    """Parse ``"uniform" | "zipf:S" | "markov:Q"`` (or pass a ``TokenLaw``, or anything with
+    its ``kind`` and ``param``, through; None is uniform). A law whose parameter is 0 is the
+    uniform law (``zipf:0``, ``markov:0``). ``ValueError`` naming ``tokens`` and the forms."""
+    if spec is None:
+        return UNIFORM
+    if hasattr(spec, "kind") and hasattr(spec, "param"):
+        kind, param = spec.kind, float(spec.param)
+    else:
+        if not isinstance(spec, str):
+            raise ValueError(f"tokens must be {TOKEN_FORMS}, got {spec!r}")
+        kind, _, arg = spec.strip().partition(":")
+        if TOKEN_LAWS.get(kind, 0) is None and not arg:
+            return UNIFORM
+        if not TOKEN_LAWS.get(kind) or not arg:
+            raise ValueError(f"tokens must be {TOKEN_FORMS}, got {spec!r}")
+        try:
+            param = float(arg)
+        except ValueError:
+            raise ValueError(f"tokens: the parameter of {kind!r} must be a number, got {arg!r}") from None
+    if kind not in TOKEN_LAWS:
+        raise ValueError(f"tokens: kind must be one of {tuple(TOKEN_LAWS)}, got {kind!r}")
+    check = TOKEN_LAWS[kind]
+    why = check(param) if check else None
+    if why:
+        raise ValueError(f"tokens: {why}")
+    if check is None or param == 0:
+        return UNIFORM
+    return TokenLaw(kind, param)
+
+
+def _width(param: str) -> int:
+    try:
+        w = int(param)
+    except ValueError:
+        raise ValueError(f"mask 'window:w' needs an integer width w >= 1, got {param!r}") from None
+    if w < 1:
+        raise ValueError(f"mask 'window:w' needs an integer width w >= 1, got {param!r}")
+    return w
+
+
+MASKS = {"full": "copyjax.masks.full:FULL", "causal": "copyjax.masks.causal:CAUSAL"}
+MASK_FAMILIES = {"window": ("copyjax.masks.window:Window", "an integer width w >= 1", _width)}
+
+
+def mask_spec(spec: str) -> tuple[str, object]:
+    """``(name, param)`` of a mask spec: a name of ``MASKS`` (param None) or
+    ``family:param`` of ``MASK_FAMILIES`` (param checked and converted); ``ValueError``
+    naming ``mask`` and the choices otherwise."""
+    if isinstance(spec, str):
+        s = spec.strip()
+        if s in MASKS:
+            return s, None
+        name, sep, param = s.partition(":")
+        if sep and name in MASK_FAMILIES:
+            return name, MASK_FAMILIES[name][2](param)
+    raise ValueError(f"mask must be one of {', '.join(MASKS)} or "
+                     f"{', '.join(f'{k}:PARAM ({v[1]})' for k, v in MASK_FAMILIES.items())}, got {spec!r}")
+
+
+__all__ = ["mask_spec", "MASK_FAMILIES", "MASKS", "token_law", "TOKEN_FORMS", "TOKEN_LAWS", "TokenLaw", "UNIFORM"]
