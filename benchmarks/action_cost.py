@@ -6,13 +6,10 @@ The statistics path costs O(L^2 V^2 + V^3) whatever P is; the naive path builds 
 features h (P x L x V) and their Gram matrices, O(P L^2 V). Ratios are from one run.
 """
 import argparse
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import copyjax as cj  # noqa: E402
 from _timing import best_time  # noqa: E402
 

@@ -7,8 +7,6 @@ are a speed choice now that the LAPACK deadlock is excluded (docs/lapack_hang.md
 Each configuration is run twice (the first run compiles); the second is timed.
 """
 import argparse
-import sys
-from pathlib import Path
 
 import jax
 
@@ -18,7 +16,6 @@ import jax.numpy as jnp  # noqa: E402
 import copyjax as cj  # noqa: E402
 from copyjax import free_energy  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import best_time  # noqa: E402
 
 ap = argparse.ArgumentParser()

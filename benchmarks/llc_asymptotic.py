@@ -6,15 +6,12 @@ localisation negligible) for a few (L, V):
     python benchmarks/llc_asymptotic.py --LV 4,3 5,3 3,4 --nbeta 1e3 1e4 1e5
 """
 import argparse
-import os
-import sys
 import time
 
 import jax
 import jax.numpy as jnp
 
 jax.config.update("jax_enable_x64", True)
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import copyjax as cj  # noqa: E402
 from copyjax import llc  # noqa: E402
 

@@ -19,7 +19,6 @@ import argparse
 import json
 import math
 import os
-import sys
 import time
 
 import jax
@@ -27,7 +26,6 @@ import jax.numpy as jnp
 import numpy as np
 
 jax.config.update("jax_enable_x64", True)
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import copyjax as cj  # noqa: E402
 from copyjax import llc  # noqa: E402
 from copyjax.local_weights import laplace_log_mass, slt_log_odds  # noqa: E402

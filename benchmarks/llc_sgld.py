@@ -23,7 +23,6 @@ import jax.numpy as jnp
 import numpy as np
 
 jax.config.update("jax_enable_x64", True)
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import copyjax as cj  # noqa: E402
 from copyjax import llc  # noqa: E402
 from copyjax.chains import summarize  # noqa: E402

@@ -16,14 +16,11 @@ for the exact statistics path and for ``batch_loglik`` at each batch size, over 
 (L, V); the batch size B* above which the exact gradient is the cheaper one.
 """
 import argparse
-import sys
-from pathlib import Path
 
 import blackjax
 import jax
 import jax.numpy as jnp
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import copyjax as cj  # noqa: E402
 from copyjax import minibatch, network, samplers  # noqa: E402
 from copyjax.model import log_prior  # noqa: E402

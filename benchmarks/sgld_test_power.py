@@ -9,10 +9,7 @@ Prints, per sampler, the mean and sd of c_G and z = (mean - exact mean) / combin
 dropped: sigma_w2 = sigma_g2 = 1e6).
 """
 import argparse
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

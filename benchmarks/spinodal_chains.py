@@ -13,8 +13,6 @@ this region at kappa <= 1500: the free energy falls by ~3000 nats per unit a_G b
 phases and the windows there do not overlap (docs/free_energy.md, "Spinodals").
 """
 import argparse
-import os
-import sys
 import time
 
 import jax
@@ -22,7 +20,6 @@ import jax.numpy as jnp
 import numpy as np
 
 jax.config.update("jax_enable_x64", True)
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import copyjax as cj  # noqa: E402
 from copyjax import exact_posterior as X  # noqa: E402
 from copyjax import free_energy as FE  # noqa: E402

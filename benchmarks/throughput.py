@@ -9,13 +9,10 @@ run one after another; the achieved FLOP/s of the batched chain contraction agai
 jnp.matmul of the same shape; compile times. Ratios are from this one run.
 """
 import argparse
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import copyjax as cj  # noqa: E402
 from copyjax import network as N  # noqa: E402
 from copyjax import samplers as S  # noqa: E402

@@ -13,8 +13,6 @@ with kappa mismatched (x 0.5, x 2): what ``tests/test_free_energy.py::
 test_two_phase_window_at_L20_against_plain_chains_and_the_theory`` must and need not catch.
 """
 import argparse
-import os
-import sys
 import time
 
 import jax
@@ -22,7 +20,6 @@ import jax.numpy as jnp
 import numpy as np
 
 jax.config.update("jax_enable_x64", True)
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import copyjax as cj  # noqa: E402
 from copyjax import exact_posterior as X  # noqa: E402
 from copyjax import free_energy as FE  # noqa: E402

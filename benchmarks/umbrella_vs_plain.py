@@ -9,8 +9,6 @@ windows, 900 steps; plain: 16 adaptive-MALA chains (half from the prior, half fr
 pattern), the main job's 900 steps.
 """
 import argparse
-import os
-import sys
 import time
 
 import jax
@@ -18,7 +16,6 @@ import jax.numpy as jnp
 import numpy as np
 
 jax.config.update("jax_enable_x64", True)
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import copyjax as cj  # noqa: E402
 from copyjax import exact_posterior as X  # noqa: E402
 from copyjax import free_energy as FE  # noqa: E402

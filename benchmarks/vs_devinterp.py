@@ -20,15 +20,12 @@ posterior of G (MALA on exp(-S_P(G)), W integrated out), within their standard e
 """
 import argparse
 import os
-import sys
 import time
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import copyjax as cj  # noqa: E402
 from _timing import chain_rate  # noqa: E402
 from copyjax import chains, network, samplers  # noqa: E402

@@ -7,7 +7,7 @@ The exact marginal ``p(G | data) ∝ exp(-S_P(G))`` (W integrated out) is sample
     xi(G) = <G, S - U> / <S, S - U>          (xi(lambda S) = lambda: the copy logit),
 
 ``u_k(G) = S_P(G) + kappa/2 (xi(G) - c_k)^2``, one batch of vmapped adaptive-MALA chains
-(``exact_posterior.build_kernel``, its step size tuned per chain during the burn-in and
+(``sgmcmc.adaptive_mala.build_kernel``, its step size tuned per chain during the burn-in and
 frozen) for all windows at once. xi is linear in G, so the bias is a quadratic in G that
 MALA handles as well as the prior. Windows may also temper the likelihood, beta -> t beta,
 which is exactly the posterior on the counts t C (the statistics enter S_P only through
@@ -33,6 +33,7 @@ from jax.scipy.special import logsumexp
 from copyjax import exact_posterior
 from copyjax import masks
 from copyjax import mbar
+from copyjax.sgmcmc import adaptive_mala
 from copyjax._checks import check_activation, check_burn_in, check_positive, check_size
 from copyjax.action import action_from_KB, marginal_logdensity
 from copyjax.chains import Layout, Schedule, run_chains
@@ -91,7 +92,7 @@ class UmbrellaState(NamedTuple):
     """``inner``: the adaptive MALA state on the biased density; ``center``: the window's
     centre c_k; ``t``: its likelihood temper (beta -> t beta). ``position`` is G."""
 
-    inner: exact_posterior.AdaptiveMALAState
+    inner: adaptive_mala.AdaptiveMALAState
     center: jax.Array
     t: jax.Array
 
@@ -122,13 +123,13 @@ class UmbrellaSampler(NamedTuple):
     mask: object = "full"  # a masks name or Mask
 
     def build(self, data) -> SamplingAlgorithm:
-        kernel = exact_posterior.build_kernel(self.n_adapt, self.target)
+        kernel = adaptive_mala.build_kernel(self.n_adapt, self.target)
         lp = lambda c, t: (lambda G: biased_logdensity(G, data["stats"], self.hyper, self.activation,
                                                        c, self.kappa, t, self.coordinate, self.mask))
 
         def init(position):
             G, c, t = position
-            return UmbrellaState(exact_posterior.init(G, lp(c, t), data["step_size"], self.target), c, t)
+            return UmbrellaState(adaptive_mala.init(G, lp(c, t), data["step_size"], self.target), c, t)
 
         def step(key, state):
             inner, info = kernel(key, state.inner, lp(state.center, state.t))

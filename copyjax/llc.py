@@ -28,7 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from copyjax import exact_posterior, masks
+from copyjax import masks
+from copyjax.sgmcmc import adaptive_mala
 from copyjax._checks import check_activation, check_burn_in, check_positive, check_size
 from copyjax.chains import Layout, Schedule, run_chains, summarize
 from copyjax.data import float_stats, stats_size
@@ -105,7 +106,7 @@ class LLCSampler(NamedTuple):
     def build(self, data):
         lp = lambda G: -localised_action(G, data["stats"], data["W_star"], data["G_star"], self.nbeta,
                                          self.gamma, self.activation)
-        return exact_posterior.as_top_level_api(lp, data["step_size"], self.n_adapt, self.target)
+        return adaptive_mala.as_top_level_api(lp, data["step_size"], self.n_adapt, self.target)
 
 
 class LLCObserver(NamedTuple):

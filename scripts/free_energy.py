@@ -117,7 +117,6 @@ def main(argv=None) -> int:
 
     jax.config.update("jax_enable_x64", True)
     enable_compile_cache(a)
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     import copyjax as cj
     from copyjax import free_energy as FE
     from copyjax.results import atomic_savez, read_json, write_json

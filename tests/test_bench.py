@@ -72,7 +72,7 @@ def test_mala_by_import_path_agrees_and_broken_samplers_do_not(report):
 
 
 def test_sghmc_and_sgnht_adapters_move_on_the_step_axis():
-    """blackjax's SGHMC and SGNHT through the registry's adapters (``copyjax.bench.samplers``),
+    """blackjax's SGHMC and SGNHT through the registry's adapters (``copyjax.samplers.registry``),
     on a Gaussian pytree target {W: sd 1, G: sd 0.3}, 64 chains from 0: SGHMC at eps = 1e-3
     (time step h = sqrt(2 eps), 10 steps a call) must spread its chains to the target's sd
     within 15 % in 400 calls (measured 1.032 and 0.335: too wide by blackjax's explicit Euler
@@ -81,7 +81,7 @@ def test_sghmc_and_sgnht_adapters_move_on_the_step_axis():
     is wrong: docs/leaderboard.md says why); SGHMC costs 10 gradients a step, SGNHT 1."""
     import jax.numpy as jnp
 
-    from copyjax.bench import samplers as S
+    from copyjax.samplers import registry as S
     from copyjax.chains import Layout, Schedule, run_algorithm
 
     sd = {"W": 1.0, "G": 0.3}
@@ -191,7 +191,7 @@ def test_nuts_and_mclmc_from_the_registry_sample_a_gaussian():
     its gradients per step through its info (27.5 here); MCLMC's integrator costs 2."""
     import jax.numpy as jnp
 
-    from copyjax.bench import samplers as S
+    from copyjax.samplers import registry as S
     from copyjax.chains import Layout, Schedule, run_algorithm
 
     sd = {"W": 1.0, "G": 0.3}
@@ -396,7 +396,7 @@ def test_devinterp_adapter_takes_blackjax_s_step():
     import jax.numpy as jnp
 
     from copyjax.bench import devinterp as D
-    from copyjax.bench.samplers import is_minibatch
+    from copyjax.samplers.registry import is_minibatch
 
     eps, n = 1e-2, 4096
     logdensity = lambda p: -0.5 * sum(jnp.sum((p[k] - 1.0) ** 2) for k in p)

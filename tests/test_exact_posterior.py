@@ -9,6 +9,7 @@ import pytest
 import copyjax as cj
 from copyjax import chains as C
 from copyjax import exact_posterior as X
+from copyjax.sgmcmc import adaptive_mala as AM
 from copyjax import samplers as S
 
 
@@ -19,7 +20,7 @@ def _gauss(mean, sd):
 def test_adaptive_mala_samples_a_badly_scaled_gaussian():
     # asymmetric mean (catches sign errors), scales 1 and 0.1; 64 chains from far away
     mean, sd = jnp.array([1.0, -2.0]), jnp.array([1.0, 0.1])
-    alg = X.as_top_level_api(_gauss(mean, sd), 1e-3, n_adapt=500)
+    alg = AM.as_top_level_api(_gauss(mean, sd), 1e-3, n_adapt=500)
     init = jnp.tile(jnp.array([10.0, 10.0]), (64, 1))
     s = C.run_algorithm(jax.random.key(0), alg, init, lambda st: {"a": st[0], "b": st[1]},
                         schedule=C.Schedule(2500, 500, 2))
@@ -37,10 +38,10 @@ def test_step_size_adapts_per_chain_then_freezes():
     # two chains on targets of scale 1 and 0.01 (the scale is part of the position's
     # law through a per-chain factor): their adapted steps differ ~ by the squared ratio
     lp = lambda x: -0.5 * jnp.sum((x[1:] / x[0]) ** 2)  # x[0] is a frozen scale (zero gradient)
-    kernel = X.build_kernel(n_adapt=300)
+    kernel = AM.build_kernel(n_adapt=300)
     def run(scale, key):
         lpi = lambda y: lp(jnp.concatenate([jnp.array([scale]), y]))
-        st = X.init(jnp.zeros(20), lpi, 1e-2)
+        st = AM.init(jnp.zeros(20), lpi, 1e-2)
         def body(st, k):
             st, info = kernel(k, st, lpi)
             return st, (info.step_size, info.acceptance_rate)
@@ -57,8 +58,8 @@ def test_step_size_adapts_per_chain_then_freezes():
 
 
 def test_window_starts():
-    assert X.window_starts(1000) == (150, 300, 500, 750)
-    assert X.window_starts(2) == (1,)
+    assert AM.window_starts(1000) == (150, 300, 500, 750)
+    assert AM.window_starts(2) == (1,)
 
 
 def test_nested_rhat():

@@ -168,3 +168,34 @@ def test_network_sampler_kinds():
     with pytest.raises(ValueError, match="step_size"):
         S.mala(st, h, "softmax", -1.0)
 
+
+
+def test_network_sampler_runs_the_registrys_samplers():
+    """``NetworkSampler`` builds from the one registry (``samplers.registry.SAMPLERS``): its
+    SGLD, full batch and on independent minibatches, steps exactly as the network SGLD built
+    directly on the statistics and the tokens (``samplers.sgld``: blackjax's kernel on
+    ``network_grad_estimator``, another construction); a registry entry without its own network
+    form (NUTS, Barker) runs too and moves; a kind with no minibatch form is refused with one."""
+    from copyjax.samplers import registry
+
+    L, V, P = 4, 3, 40
+    h = cj.default_hyper("softmax", L)
+    tok = cj.sample_tokens(jax.random.key(0), P, L, V)
+    st = cj.sufficient_stats(tok, V).astype(jnp.float64)
+    p = N.init_params(jax.random.key(1), L, V, h, jnp.float64)
+    for batch, ref in ((None, S.sgld(st, h, "softmax", 1e-3)),
+                       (8, S.sgld(st, h, "softmax", 1e-3, tokens=tok, batch_size=8))):
+        alg = S.NetworkSampler(h, "softmax", "sgld", batch).build({"stats": st, "step_size": 1e-3, "tokens": tok})
+        sa, _ = alg.step(jax.random.key(2), alg.init(p))
+        sb, _ = ref.step(jax.random.key(2), ref.init(p))
+        np.testing.assert_array_equal(sa.position.G, sb.position.G)
+        np.testing.assert_array_equal(sa.position.W, sb.position.W)
+    for kind in ("nuts", "barker"):
+        assert kind in registry.FULL_BATCH
+        alg = S.NetworkSampler(h, "softmax", kind).build({"stats": st, "step_size": 1e-4})
+        s, _ = jax.jit(alg.step)(jax.random.key(3), alg.init(p))
+        assert np.all(np.isfinite(s.position.G)) and not np.array_equal(s.position.G, p.G)
+    with pytest.raises(ValueError, match="no minibatch form"):
+        S.NetworkSampler(h, "softmax", "mala", 8).build({"stats": st, "step_size": 1e-3, "tokens": tok})
+    with pytest.raises(ValueError, match="kind must be one of"):
+        S.NetworkSampler(h, "softmax", "sgld_mb").build({"stats": st, "step_size": 1e-3})

@@ -394,3 +394,28 @@ def test_llc_script_end_to_end_resume_and_a_row_recomputed(tmp_path):
 ])
 def test_free_energy_refuses_what_cannot_work_before_computing(args, word, tmp_path):
     assert_cli_error(run("free_energy.py", [*args, "--out", str(tmp_path)]), word)
+
+
+def test_every_script_is_a_main_and_leaves_sys_path_to_the_install():
+    """docs/scripts.md's rule for scripts/: each runnable script defines ``main(argv=None)`` and
+    calls it under ``if __name__ == "__main__"``; none edits ``sys.path`` except to add the
+    working directory (a user's ``module:function`` sampler). Read from the source (ast), so a
+    script with module-level work or a path hack fails here, not in a user's hands."""
+    import ast
+
+    bad = []
+    for p in sorted(Path(ROOT, "scripts").glob("*.py")):
+        if p.name.startswith("_"):
+            continue
+        tree = ast.parse(p.read_text())
+        mains = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main"]
+        if not mains or [a.arg for a in mains[0].args.args] != ["argv"]:
+            bad.append((p.name, "no main(argv)"))
+        guard = [n for n in tree.body if isinstance(n, ast.If) and "__main__" in ast.unparse(n.test)]
+        if not guard or "main(" not in ast.unparse(guard[0]):
+            bad.append((p.name, "no __main__ guard calling main"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in ("sys.path.insert", "sys.path.append"):
+                if "os.getcwd()" not in ast.unparse(node):
+                    bad.append((p.name, ast.unparse(node)))
+    assert bad == [], bad

@@ -5,7 +5,7 @@ copy order parameter (``scripts/bench_samplers.py``, docs/leaderboard.md).
 window the mixture of its two phases, ``phases``), ``samplers`` (the registry and import
 paths), ``score.score_sampler`` (the runs, the scores and the verdict).
 """
-from copyjax.bench.samplers import FULL_BATCH, is_minibatch, resolve, SAMPLERS
+from copyjax.samplers.registry import FULL_BATCH, is_minibatch, resolve, SAMPLERS
 from copyjax.bench.phases import Phases
 from copyjax.bench.score import judge, score_sampler, Scores, verdict, within_phases
 from copyjax.bench.task import reference, Reference, Task

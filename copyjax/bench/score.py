@@ -55,7 +55,7 @@ from scipy import stats as sps
 
 from copyjax import chains
 from copyjax._checks import check_size
-from copyjax.bench.samplers import grads_per_step, is_minibatch
+from copyjax.samplers.registry import grads_per_step, is_minibatch
 from copyjax.bench.task import Reference
 from copyjax.minibatch import check_batch_size
 from copyjax.network import Params, init_params, logdensity_from_stats, observables

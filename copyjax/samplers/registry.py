@@ -1,4 +1,5 @@
-"""Samplers the benchmark scores: anything blackjax-shaped.
+"""The sampler registry: every sampler of the network posterior p(W, G | data) as a plug-in,
+the one list that the benchmark scores and the main job's chains run (``NetworkSampler``).
 
 A sampler is a factory ``build(logdensity_fn, step_size) -> blackjax.SamplingAlgorithm`` (or,
 for a minibatch sampler, ``build(logdensity_fn, grad_estimator, step_size)``: below) on
@@ -24,7 +25,23 @@ import jax.numpy as jnp
 import numpy as np
 from blackjax.base import SamplingAlgorithm
 
-from copyjax import samplers as _samplers
+from copyjax.sgmcmc import psgld as _psgld
+from copyjax.sgmcmc import sgld as _sgld
+
+
+
+def sgld_from_grad(grad, step_size, temperature: float = 1.0) -> SamplingAlgorithm:
+    """SGLD for any target (copyjax's blackjax kernel, ``sgmcmc.sgld``): ``grad(rng_key,
+    position)`` returns (an estimate of) the gradient of the log density (the key is the
+    estimator's "minibatch")."""
+    return _sgld.as_top_level_api(lambda p, key: grad(key, p), lambda key: key, step_size, temperature)
+
+
+def psgld_from_grad(grad, step_size, alpha: float = 0.99, eps_reg: float = 1e-5,
+                    adapt_steps: int | None = None) -> SamplingAlgorithm:
+    """pSGLD for any target (``sgmcmc.psgld``); ``grad(rng_key, position)`` as in ``sgld_from_grad``."""
+    return _psgld.as_top_level_api(lambda p, key: grad(key, p), lambda key: key, step_size, alpha, eps_reg,
+                                   adapt_steps)
 
 
 def mala(logdensity_fn, step_size):
@@ -44,14 +61,14 @@ def sgld(logdensity_fn, step_size):
     """SGLD (copyjax's blackjax kernel, ``sgmcmc.sgld``) with the full-batch gradient: no
     Metropolis test, O(step_size) bias."""
     grad = jax.grad(logdensity_fn)
-    return _samplers.sgld_from_grad(lambda key, p: grad(p), step_size)
+    return sgld_from_grad(lambda key, p: grad(p), step_size)
 
 
 def psgld(logdensity_fn, step_size):
     """RMSprop-preconditioned SGLD (``sgmcmc.psgld``), preconditioner frozen after 500 steps
     (a moving preconditioner without its Gamma term biases the chain)."""
     grad = jax.grad(logdensity_fn)
-    return _samplers.psgld_from_grad(lambda key, p: grad(p), step_size, adapt_steps=500)
+    return psgld_from_grad(lambda key, p: grad(p), step_size, adapt_steps=500)
 
 
 class PositionState(NamedTuple):
@@ -116,12 +133,12 @@ def sgnht(logdensity_fn, step_size, alpha: float = 0.01):
 
 def sgld_mb(logdensity_fn, grad_estimator, step_size):
     """SGLD on minibatch gradients (copyjax's blackjax kernel; ``sgld`` with the estimator)."""
-    return _samplers.sgld_from_grad(grad_estimator, step_size)
+    return sgld_from_grad(grad_estimator, step_size)
 
 
 def psgld_mb(logdensity_fn, grad_estimator, step_size):
     """pSGLD on minibatch gradients (``psgld``'s preconditioner, frozen after 500 steps)."""
-    return _samplers.psgld_from_grad(grad_estimator, step_size, adapt_steps=500)
+    return psgld_from_grad(grad_estimator, step_size, adapt_steps=500)
 
 
 def sghmc_mb(logdensity_fn, grad_estimator, step_size):
@@ -259,5 +276,5 @@ def resolve(spec: str):
 
 
 __all__ = ["barker", "FULL_BATCH", "GradInfo", "grads_per_step", "is_minibatch", "mala", "mclmc", "MCLMCState", "nuts",
-           "PositionState", "psgld", "psgld_mb", "resolve", "SAMPLERS", "sghmc", "sghmc_mb", "sgld", "sgld_mb", "sgnht",
-           "sgnht_mb"]
+           "PositionState", "psgld", "psgld_from_grad", "psgld_mb", "resolve", "SAMPLERS", "sghmc", "sghmc_mb", "sgld",
+           "sgld_from_grad", "sgld_mb", "sgnht", "sgnht_mb"]

@@ -14,7 +14,8 @@ state`` and ``step(rng_key, state) -> (state, info)``, pure functions over Named
   step-size bias); ``mala_marginal`` on exp(-S_P(G)), W integrated out.
 
 ``NetworkSampler`` is the hashable description ``chains.run_chains`` compiles once per sweep;
-``KINDS`` lists what it builds.
+it builds any sampler of the registry (``samplers.registry.SAMPLERS``: the one list of
+samplers, also the benchmark's) on the network's exact log posterior or its minibatch estimate.
 """
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ from copyjax.sgmcmc import psgld as _psgld
 from copyjax.sgmcmc import sgld as _sgld
 from copyjax.sgmcmc.psgld import PSGLDState
 from copyjax.sgmcmc.sgld import SGLDInfo, SGLDState
+from copyjax.samplers import registry
+from copyjax.samplers.registry import psgld_from_grad, sgld_from_grad
 
 
 def network_grad_estimator(stats, hyper, activation: str, tokens=None, batch_size: int | None = None,
@@ -74,12 +77,6 @@ def sgld_from_estimator(estimator, draw, step_size, temperature: float = 1.0) ->
     return _sgld.as_top_level_api(estimator, draw, step_size, temperature)
 
 
-def sgld_from_grad(grad, step_size, temperature: float = 1.0) -> SamplingAlgorithm:
-    """SGLD for any target: ``grad(rng_key, position)`` returns (an estimate of) the
-    gradient of the log density (the key is the estimator's "minibatch")."""
-    return _sgld.as_top_level_api(lambda p, key: grad(key, p), lambda key: key, step_size, temperature)
-
-
 def psgld(stats=None, hyper=None, activation: str = "softmax", step_size=1e-3, *,
           tokens=None, batch_size: int | None = None, alpha: float = 0.99,
           eps_reg: float = 1e-5, adapt_steps: int | None = None, mask="full") -> SamplingAlgorithm:
@@ -87,13 +84,6 @@ def psgld(stats=None, hyper=None, activation: str = "softmax", step_size=1e-3, *
     says why ``adapt_steps`` should freeze the preconditioner after the burn-in)."""
     est, draw = network_grad_estimator(stats, hyper, activation, tokens, batch_size, mask)
     return _psgld.as_top_level_api(est, draw, step_size, alpha, eps_reg, adapt_steps)
-
-
-def psgld_from_grad(grad, step_size, alpha: float = 0.99, eps_reg: float = 1e-5,
-                    adapt_steps: int | None = None) -> SamplingAlgorithm:
-    """pSGLD for any target; ``grad(rng_key, position)`` as in ``sgld_from_grad``."""
-    return _psgld.as_top_level_api(lambda p, key: grad(key, p), lambda key: key, step_size, alpha, eps_reg,
-                                   adapt_steps)
 
 
 def mala(stats, hyper, activation: str, step_size, mask="full") -> SamplingAlgorithm:
@@ -115,16 +105,6 @@ def mala_marginal(stats, hyper, activation: str, step_size: float) -> SamplingAl
     return blackjax.mala(lambda G: marginal_logdensity(G, stats, hyper, activation), step_size)
 
 
-def _mala_kind(stats, hyper, activation, step_size, *, tokens=None, batch_size=None, mask="full"):
-    if tokens is not None:
-        raise ValueError("kind='mala' takes the exact statistics, not minibatches (batch_size must be None)")
-    return mala(stats, hyper, activation, step_size, mask)
-
-
-# what NetworkSampler(kind=...) builds: (stats, hyper, activation, step_size, *, tokens, batch_size, mask)
-KINDS = {"sgld": sgld, "psgld": psgld, "mala": _mala_kind}
-
-
 class NetworkSampler(NamedTuple):
     """Hashable description of a network sampler; ``build(data)`` makes the blackjax
     ``SamplingAlgorithm`` from ``data = {"stats", "step_size"[, "tokens"[, "batch_key"]]}``.
@@ -138,7 +118,7 @@ class NetworkSampler(NamedTuple):
 
     hyper: object
     activation: str
-    kind: str = "sgld"  # a key of KINDS: "sgld", "psgld" or "mala"
+    kind: str = "sgld"  # a full-batch name of registry.SAMPLERS (its "<kind>_mb" for minibatches)
     batch_size: int | None = None
     layout: str = "independent"
     mask: object = "full"  # a masks name or Mask
@@ -160,14 +140,23 @@ class NetworkSampler(NamedTuple):
         return shared_batch(data, step, data["stats"].shape[-1], self.batch_size)
 
     def build(self, data) -> SamplingAlgorithm:
-        if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {tuple(KINDS)}, got {self.kind!r}")
-        minibatch = self.batch_size is not None and check_layout(self.layout) == "independent"
-        # shared layout: the statistics are the step's batch (data_at_step), no tokens here
-        return KINDS[self.kind](data.get("stats"), self.hyper, self.activation, data["step_size"],
-                                tokens=data.get("tokens") if minibatch else None,
-                                batch_size=self.batch_size if minibatch else None, mask=self.mask)
+        """The registry's sampler ``kind`` on the exact log posterior through ``data["stats"]``
+        (under ``layout="shared"`` the step's minibatch statistics), or, with independent
+        minibatches, its minibatch form ``<kind>_mb`` on each chain's own batch of
+        ``data["tokens"]`` (``network_grad_estimator``)."""
+        if self.kind not in registry.SAMPLERS or registry.is_minibatch(registry.SAMPLERS[self.kind]):
+            raise ValueError(f"kind must be one of {registry.FULL_BATCH}, got {self.kind!r}")
+        stats, step_size = data.get("stats"), data["step_size"]
+        logdensity = lambda p: logdensity_from_stats(p, stats, self.hyper, self.activation, self.mask)
+        if self.batch_size is None or check_layout(self.layout) != "independent":
+            return registry.SAMPLERS[self.kind](logdensity, step_size)
+        if f"{self.kind}_mb" not in registry.SAMPLERS:
+            raise ValueError(f"kind={self.kind!r} has no minibatch form (batch_size must be None); those with one: "
+                             f"{tuple(k[:-3] for k in registry.SAMPLERS if k.endswith('_mb'))}")
+        est, draw = network_grad_estimator(stats, self.hyper, self.activation, data.get("tokens"), self.batch_size,
+                                           self.mask)
+        return registry.SAMPLERS[f"{self.kind}_mb"](logdensity, lambda key, p: est(p, draw(key)), step_size)
 
 
-__all__ = ["KINDS", "NetworkSampler", "PSGLDState", "SGLDInfo", "SGLDState", "mala", "mala_marginal",
+__all__ = ["NetworkSampler", "PSGLDState", "SGLDInfo", "SGLDState", "mala", "mala_marginal",
            "network_grad_estimator", "psgld", "psgld_from_grad", "sgld", "sgld_from_estimator", "sgld_from_grad"]
