@@ -27,6 +27,7 @@ import functools
 import os
 import sys
 import time
+from typing import NamedTuple
 
 from _cli import (add_compile_cache_option, add_distributed_options, enable_compile_cache, float_in, int_at_least,
                   mask_arg, nonneg_int, positive_float, positive_int, start_distributed, token_law_arg)
@@ -39,7 +40,7 @@ def _listed(x):
     return [None if not np.isfinite(v) else float(v) for v in x]
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--L", type=int_at_least("--L", 2), default=64)
@@ -88,7 +89,11 @@ def main(argv=None) -> int:
     ap.add_argument("--no-progress", action="store_true")
     add_compile_cache_option(ap)
     add_distributed_options(ap)
-    a = ap.parse_args(argv)
+    return ap
+
+
+def check_options(ap: argparse.ArgumentParser, a) -> None:
+    """Refuse what cannot work, before JAX loads: exit 2 naming the option."""
     if a.steps < 30:
         ap.error("--steps must be >= 30 (a third is burn-in, the rest is thinned by 5)")
     if a.L < 4:
@@ -110,38 +115,42 @@ def main(argv=None) -> int:
         if not a.no_theory:
             ap.error(f"--mask {a.mask}: the reduced theory is the full mask's; add --no-theory")
 
-    start_distributed(ap, a)  # before any other JAX call
-    import jax
-    import jax.numpy as jnp
+
+class Context(NamedTuple):
+    """What every point of a per-P run shares: the options, the model, the windows and bins, and
+    the configuration its saved points are keyed by (``cfg``)."""
+
+    a: argparse.Namespace
+    L: int
+    V: int
+    act: str
+    linear: bool
+    hyper: object
+    spacing: float
+    kappa: float
+    coordinate: str
+    copy_start: float | None
+    centers: object
+    edges: object
+    edges_rho: object
+    op_div: float | None
+    cfg: dict
+
+
+def context(a, hyper) -> Context:
+    """The windows (softmax: the copy logit's, split at the divide; linear: rho = c_1 + c_G, chains
+    started at c_G = +0.5, as the sign families sit at rho of either sign given c_G > 0), the bins
+    and the configuration."""
     import numpy as np
 
-    jax.config.update("jax_enable_x64", True)
-    enable_compile_cache(a)
-    import copyjax as cj
     from copyjax import free_energy as FE
-    from copyjax.results import atomic_savez, read_json, write_json
 
     L, V, act = a.L, a.V, a.activation
     linear = act == "linear"
     spacing = a.spacing or (0.07 if linear else 0.09)
     kappa = a.kappa or (1000.0 if linear else 400.0)
-    hyper = cj.default_hyper(act, L)
-    if a.no_theory and not a.P and a.scan is None:
-        ap.error("--no-theory needs --P (the default P grid is built around the theory's transition)")
-    tp = None if a.no_theory else cj.transition_points(L, V, act, hyper, "posterior", tokens=a.tokens)
-    theory_P = None if tp is None else (tp.P_onset if linear else tp.P_star)
-    if a.scan is not None:
-        return scan(a, L, V, hyper, tp, ap)
-    if a.P:
-        Ps = sorted(set(a.P))
-    else:
-        if theory_P is None:
-            sys.exit(f"the theory has no first-order transition at L={L}, V={V}: give --P")
-        grid = (0.6, 0.8, 1.0, 1.1, 1.2, 1.35, 1.5, 2.0, 3.0, 5.0) if linear else (0.85, 0.93, 1.0, 1.08, 1.2)
-        Ps = sorted({int(round(theory_P * f)) for f in grid})
+    edges_rho = op_div = None
     if linear:
-        # windows over rho = c_1 + c_G; chains start at c_G = +0.5 (the sign families sit at
-        # rho of either sign given c_G > 0)
         coordinate, copy_start = "mean", 0.5
         centers = np.arange(-0.92, 1.3 + 1e-9, spacing)  # 32 windows at the default spacing
         edges = np.linspace(0.0, 1.3, 66)  # |rho| and |c_G|
@@ -149,7 +158,6 @@ def main(argv=None) -> int:
     else:
         coordinate, copy_start = "copy", None
         centers, op_div, edges = FE.softmax_windows(L, spacing, a.mask)
-    os.makedirs(os.path.join(a.out, "points"), exist_ok=True)
     cfg = dict(L=L, V=V, activation=act, spacing=spacing, kappa=kappa, steps=a.steps,
                chains_per_window=a.chains_per_window, n_windows=int(centers.size))
     if linear:  # (softmax's config stays as it was: its saved points are reused)
@@ -158,149 +166,186 @@ def main(argv=None) -> int:
         cfg["tokens"] = a.tokens.spec
     if a.mask != "full":  # (the same for the mask)
         cfg["mask"] = a.mask
-    name = "onset P_1" if linear else "P*"
-    print(f"copyjax free energy, L={L}, V={V}, {act}, tokens {a.tokens.spec}, mask {a.mask}: {centers.size} windows on {coordinate} x {a.chains_per_window} "
-          f"chains, kappa={kappa}, {a.steps} steps; theory (posterior form) {name} = {theory_P}; P = {Ps}; "
-          f"seeds {a.seeds}", flush=True)
-
-    @functools.lru_cache(maxsize=None)  # depends on P only, not on the data seed
-    def theory_profile(P: int) -> dict:
-        """The theory's posterior-form F over the same a_G bins (softmax; ~25 s at L = 64)."""
-        from copyjax.op_posterior import softmax_aG_profile
-
-        th = softmax_aG_profile(P, L, V, edges, op_div, hyper)
-        return {"theory_F": _listed(th.F), "theory_log_ratio": th.log_ratio,
-                "theory_minima_op": FE.bin_centres(edges, FE.local_minima(th.F)),
-                "theory_boundary_gap": th.boundary_gap}
+    return Context(a, L, V, act, linear, hyper, spacing, kappa, coordinate, copy_start, centers, edges, edges_rho,
+                   op_div, cfg)
 
 
-    def _refresh_minima(r: dict) -> dict:
-        """Minima and barrier of a saved point recomputed from its saved profiles (they follow
-        ``FE.local_minima``'s current noise criterion without resampling)."""
-        sets = [("F", "edges", "minima_op", "barrier")]
-        if linear:
-            sets += [("F_abs_rho", "edges", "minima_abs_rho", None), ("F_rho", "edges_rho", "minima_rho", "barrier_rho")]
-        for f, e, mk, bk in sets:
-            F, e = np.array(r[f], float), np.asarray(r[e], float)
-            m = FE.local_minima(F, F_sd=np.array(r[f + "_sd"], float))
-            r[mk] = FE.bin_centres(e, m)
-            if bk:
-                r[bk] = FE.barrier_height(F, m)
-        return r
+@functools.lru_cache(maxsize=None)
+def _theory_profile(L: int, V: int, P: int, edges: tuple, op_div: float, hyper) -> dict:
+    import numpy as np
+
+    from copyjax import free_energy as FE
+    from copyjax.op_posterior import softmax_aG_profile
+
+    edges = np.asarray(edges)
+    th = softmax_aG_profile(P, L, V, edges, op_div, hyper)
+    return {"theory_F": _listed(th.F), "theory_log_ratio": th.log_ratio,
+            "theory_minima_op": FE.bin_centres(edges, FE.local_minima(th.F)),
+            "theory_boundary_gap": th.boundary_gap}
 
 
-    def point(seed: int, P: int) -> dict:
-        base = os.path.join(a.out, "points", f"seed{seed}_P{P}")
-        # (the theory's profile over a_G is for uniform tokens; its P* takes any i.i.d. law)
-        with_theory = not (linear or a.no_theory or a.tokens.kind != "uniform")
-        if os.path.exists(base + ".json"):
-            old = read_json(base + ".json")
-            if old.get("config") == cfg:
-                if with_theory and "theory_F" not in old:  # a point saved before, or with --no-theory
-                    old.update(theory_profile(P))
-                    write_json(base + ".json", old)
-                return _refresh_minima(old)
-        t0 = time.perf_counter()
-        key = cj.point_key(seed, P)
-        stats = cj.sampled_stats(jax.random.fold_in(key, 0), P, L, V, tokens=a.tokens).astype(jnp.float32)
-        if linear:
-            run = FE.sample_umbrella(jax.random.fold_in(key, 1), stats, hyper, act, centers, kappa=kappa,
-                                     num_steps=a.steps, chains_per_window=a.chains_per_window,
-                                     progress=not a.no_progress, desc=f"seed {seed} P={P}", coordinate=coordinate,
-                                     copy_start=copy_start)
-            rec = FE.recombine(run)
-        else:
-            pr, rec, run = FE.softmax_phase_weights(jax.random.fold_in(key, 1), stats, hyper, spacing=spacing,
-                                                    kappa=kappa, num_steps=a.steps,
-                                                    chains_per_window=a.chains_per_window,
-                                                    progress=not a.no_progress, desc=f"seed {seed} P={P}",
-                                                    mask=a.mask)
-        out = {"config": cfg, "seed": seed, "P": P, "n_kept": rec.n_kept, "mbar_grad_norm": float(rec.result.grad_norm),
-               "acceptance_min": float(run.acceptance.min()), "edges": edges.tolist()}
-        if linear:
-            # phases = the sign families (g s < 0, g s > 0); F over |rho| (moments of |rho|) and over |c_G|
-            pr = FE.profile(rec, run, 0, edges, 0.0, coordinate="abs_rho", phase="family", mean_of="abs_rho")
-            pc = FE.profile(rec, run, 0, edges, 0.0, coordinate="op", phase="family", mean_of="op")
-            # rho with its sign: above the crossover c_G stays > 0, so rho > 0 is the same-sign
-            # family (g s > 0) and rho < 0 the opposite one; below it c_G's sign is noise
-            px = FE.profile(rec, run, 0, edges_rho, 0.0, coordinate="xi", phase="family", mean_of="abs_rho")
-            out.update({"family_weights": pr.weights.tolist(), "family_weights_sd": pr.weights_sd.tolist(),
-                        "log_ratio": pr.log_ratio, "log_ratio_sd": pr.log_ratio_sd,
-                        "mean_abs_rho": pr.mean, "mean_abs_rho_sd": pr.mean_sd,
-                        "var_abs_rho": pr.var, "var_abs_rho_sd": pr.var_sd,
-                        "mean": pc.mean, "mean_sd": pc.mean_sd, "var_cG": pc.var, "var_cG_sd": pc.var_sd,
-                        "minima_abs_rho": pr.minima_centres, "minima_op": pc.minima_centres, "barrier": pc.barrier,
-                        "F_abs_rho": _listed(pr.F), "F_abs_rho_sd": _listed(pr.F_sd),
-                        "edges_rho": edges_rho.tolist(), "F_rho": _listed(px.F), "F_rho_sd": _listed(px.F_sd),
-                        "minima_rho": px.minima_centres, "barrier_rho": px.barrier,
-                        "F": _listed(pc.F), "F_sd": _listed(pc.F_sd)})
-        else:
-            out.update({"divide_op": op_div, "weights": pr.weights.tolist(), "weights_sd": pr.weights_sd.tolist(),
-                        "log_ratio": pr.log_ratio, "log_ratio_sd": pr.log_ratio_sd, "mean": pr.mean,
-                        "mean_sd": pr.mean_sd, "var": pr.var, "var_sd": pr.var_sd, "minima_op": pr.minima_centres,
-                        "barrier": pr.barrier, "F": _listed(pr.F), "F_sd": _listed(pr.F_sd)})
-            if with_theory:
-                out.update(theory_profile(P))
-        out["wall_s"] = time.perf_counter() - t0
-        atomic_savez(base + ".npz", xi=run.xi, op=run.op, abs_rho=run.abs_rho, family=run.family, center=run.center,
-                     acceptance=run.acceptance)
-        write_json(base + ".json", out)
-        return out
+def theory_profile(ctx: Context, P: int) -> dict:
+    """The theory's posterior-form F over the same a_G bins (softmax; ~25 s at L = 64); it
+    depends on P only, not on the data seed, so it is computed once per P."""
+    return _theory_profile(ctx.L, ctx.V, P, tuple(ctx.edges.tolist()), ctx.op_div, ctx.hyper)
 
 
-    t_all = time.perf_counter()
-    results = {}
-    for seed in a.seeds:
-        for P in Ps:
-            r = point(seed, P)
-            results[(seed, P)] = r
-            if linear:
-                w, ws = r["family_weights"], r["family_weights_sd"]
-                print(f"  seed {seed} P={P:6d}: mean |rho| {r['mean_abs_rho']:.4f} +- {r['mean_abs_rho_sd']:.4f}, "
-                      f"Var |rho| {r['var_abs_rho']:.2e} +- {r['var_abs_rho_sd']:.1e}, mean |c_G| {r['mean']:.4f} +- "
-                      f"{r['mean_sd']:.4f}; minima at |c_G| {', '.join(f'{m:.3f}' for m in r['minima_op'])}, "
-                      f"|rho| {', '.join(f'{m:.3f}' for m in r['minima_abs_rho'])}, rho (c_G > 0) "
-                      f"{', '.join(f'{m:.3f}' for m in r['minima_rho'])}; family g s < 0: {w[0]:.3g} +- "
-                      f"{ws[0]:.2g}, log(same / opposite) {r['log_ratio']:.1f} +- {r['log_ratio_sd']:.1f} "
-                      f"({r['wall_s']:.0f} s)", flush=True)
-            else:
-                w, ws = r["weights"], r["weights_sd"]
-                th = (f"; theory log(copy/pool) {r['theory_log_ratio']:+.2f}, minima at "
-                      f"{', '.join(f'{m:.3f}' for m in r['theory_minima_op'])}") if "theory_F" in r else ""
-                print(f"  seed {seed} P={P:6d}: copy weight {w[1]:.3g} +- {ws[1]:.2g}, log(copy/pool) "
-                      f"{r['log_ratio']:+.2f} +- {r['log_ratio_sd']:.2f}, mean a_G {r['mean']:.4f} +- {r['mean_sd']:.4f}, "
-                      f"minima at a_G {', '.join(f'{m:.3f}' for m in r['minima_op'])}, barrier {r['barrier']:.1f} nats "
-                      f"({r['wall_s']:.0f} s){th}", flush=True)
+def refresh_minima(ctx: Context, r: dict) -> dict:
+    """Minima and barrier of a saved point recomputed from its saved profiles (they follow
+    ``FE.local_minima``'s current noise criterion without resampling)."""
+    import numpy as np
+
+    from copyjax import free_energy as FE
+
+    sets = [("F", "edges", "minima_op", "barrier")]
+    if ctx.linear:
+        sets += [("F_abs_rho", "edges", "minima_abs_rho", None), ("F_rho", "edges_rho", "minima_rho", "barrier_rho")]
+    for f, e, mk, bk in sets:
+        F, e = np.array(r[f], float), np.asarray(r[e], float)
+        m = FE.local_minima(F, F_sd=np.array(r[f + "_sd"], float))
+        r[mk] = FE.bin_centres(e, m)
+        if bk:
+            r[bk] = FE.barrier_height(F, m)
+    return r
+
+
+def run_point(ctx: Context, seed: int, P: int) -> dict:
+    """One (seed, P): the umbrella run and its profiles, or the saved point where its
+    configuration matches (a killed run resumes from the points it saved)."""
+    import jax
+    import jax.numpy as jnp
+
+    import copyjax as cj
+    from copyjax import free_energy as FE
+    from copyjax.results import atomic_savez, read_json, write_json
+
+    a, L, V, act, linear, hyper, cfg = ctx.a, ctx.L, ctx.V, ctx.act, ctx.linear, ctx.hyper, ctx.cfg
+    centers, edges, edges_rho, op_div = ctx.centers, ctx.edges, ctx.edges_rho, ctx.op_div
+    spacing, kappa, coordinate, copy_start = ctx.spacing, ctx.kappa, ctx.coordinate, ctx.copy_start
+    base = os.path.join(a.out, "points", f"seed{seed}_P{P}")
+    # (the theory's profile over a_G is for uniform tokens; its P* takes any i.i.d. law)
+    with_theory = not (linear or a.no_theory or a.tokens.kind != "uniform")
+    if os.path.exists(base + ".json"):
+        old = read_json(base + ".json")
+        if old.get("config") == cfg:
+            if with_theory and "theory_F" not in old:  # a point saved before, or with --no-theory
+                old.update(theory_profile(ctx, P))
+                write_json(base + ".json", old)
+            return refresh_minima(ctx, old)
+    t0 = time.perf_counter()
+    key = cj.point_key(seed, P)
+    stats = cj.sampled_stats(jax.random.fold_in(key, 0), P, L, V, tokens=a.tokens).astype(jnp.float32)
+    if linear:
+        run = FE.sample_umbrella(jax.random.fold_in(key, 1), stats, hyper, act, centers, kappa=kappa,
+                                 num_steps=a.steps, chains_per_window=a.chains_per_window,
+                                 progress=not a.no_progress, desc=f"seed {seed} P={P}", coordinate=coordinate,
+                                 copy_start=copy_start)
+        rec = FE.recombine(run)
+    else:
+        pr, rec, run = FE.softmax_phase_weights(jax.random.fold_in(key, 1), stats, hyper, spacing=spacing,
+                                                kappa=kappa, num_steps=a.steps,
+                                                chains_per_window=a.chains_per_window,
+                                                progress=not a.no_progress, desc=f"seed {seed} P={P}",
+                                                mask=a.mask)
+    out = {"config": cfg, "seed": seed, "P": P, "n_kept": rec.n_kept, "mbar_grad_norm": float(rec.result.grad_norm),
+           "acceptance_min": float(run.acceptance.min()), "edges": edges.tolist()}
+    if linear:
+        # phases = the sign families (g s < 0, g s > 0); F over |rho| (moments of |rho|) and over |c_G|
+        pr = FE.profile(rec, run, 0, edges, 0.0, coordinate="abs_rho", phase="family", mean_of="abs_rho")
+        pc = FE.profile(rec, run, 0, edges, 0.0, coordinate="op", phase="family", mean_of="op")
+        # rho with its sign: above the crossover c_G stays > 0, so rho > 0 is the same-sign
+        # family (g s > 0) and rho < 0 the opposite one; below it c_G's sign is noise
+        px = FE.profile(rec, run, 0, edges_rho, 0.0, coordinate="xi", phase="family", mean_of="abs_rho")
+        out.update({"family_weights": pr.weights.tolist(), "family_weights_sd": pr.weights_sd.tolist(),
+                    "log_ratio": pr.log_ratio, "log_ratio_sd": pr.log_ratio_sd,
+                    "mean_abs_rho": pr.mean, "mean_abs_rho_sd": pr.mean_sd,
+                    "var_abs_rho": pr.var, "var_abs_rho_sd": pr.var_sd,
+                    "mean": pc.mean, "mean_sd": pc.mean_sd, "var_cG": pc.var, "var_cG_sd": pc.var_sd,
+                    "minima_abs_rho": pr.minima_centres, "minima_op": pc.minima_centres, "barrier": pc.barrier,
+                    "F_abs_rho": _listed(pr.F), "F_abs_rho_sd": _listed(pr.F_sd),
+                    "edges_rho": edges_rho.tolist(), "F_rho": _listed(px.F), "F_rho_sd": _listed(px.F_sd),
+                    "minima_rho": px.minima_centres, "barrier_rho": px.barrier,
+                    "F": _listed(pc.F), "F_sd": _listed(pc.F_sd)})
+    else:
+        out.update({"divide_op": op_div, "weights": pr.weights.tolist(), "weights_sd": pr.weights_sd.tolist(),
+                    "log_ratio": pr.log_ratio, "log_ratio_sd": pr.log_ratio_sd, "mean": pr.mean,
+                    "mean_sd": pr.mean_sd, "var": pr.var, "var_sd": pr.var_sd, "minima_op": pr.minima_centres,
+                    "barrier": pr.barrier, "F": _listed(pr.F), "F_sd": _listed(pr.F_sd)})
+        if with_theory:
+            out.update(theory_profile(ctx, P))
+    out["wall_s"] = time.perf_counter() - t0
+    atomic_savez(base + ".npz", xi=run.xi, op=run.op, abs_rho=run.abs_rho, family=run.family, center=run.center,
+                 acceptance=run.acceptance)
+    write_json(base + ".json", out)
+    return out
+
+
+def print_point(ctx: Context, seed: int, P: int, r: dict) -> None:
+    """The line a finished point prints."""
+    if ctx.linear:
+        w, ws = r["family_weights"], r["family_weights_sd"]
+        print(f"  seed {seed} P={P:6d}: mean |rho| {r['mean_abs_rho']:.4f} +- {r['mean_abs_rho_sd']:.4f}, "
+              f"Var |rho| {r['var_abs_rho']:.2e} +- {r['var_abs_rho_sd']:.1e}, mean |c_G| {r['mean']:.4f} +- "
+              f"{r['mean_sd']:.4f}; minima at |c_G| {', '.join(f'{m:.3f}' for m in r['minima_op'])}, "
+              f"|rho| {', '.join(f'{m:.3f}' for m in r['minima_abs_rho'])}, rho (c_G > 0) "
+              f"{', '.join(f'{m:.3f}' for m in r['minima_rho'])}; family g s < 0: {w[0]:.3g} +- "
+              f"{ws[0]:.2g}, log(same / opposite) {r['log_ratio']:.1f} +- {r['log_ratio_sd']:.1f} "
+              f"({r['wall_s']:.0f} s)", flush=True)
+    else:
+        w, ws = r["weights"], r["weights_sd"]
+        th = (f"; theory log(copy/pool) {r['theory_log_ratio']:+.2f}, minima at "
+              f"{', '.join(f'{m:.3f}' for m in r['theory_minima_op'])}") if "theory_F" in r else ""
+        print(f"  seed {seed} P={P:6d}: copy weight {w[1]:.3g} +- {ws[1]:.2g}, log(copy/pool) "
+              f"{r['log_ratio']:+.2f} +- {r['log_ratio_sd']:.2f}, mean a_G {r['mean']:.4f} +- {r['mean_sd']:.4f}, "
+              f"minima at a_G {', '.join(f'{m:.3f}' for m in r['minima_op'])}, barrier {r['barrier']:.1f} nats "
+              f"({r['wall_s']:.0f} s){th}", flush=True)
+
+
+def summarize_linear(ctx: Context, Ps, results, tp, theory_P, t_all) -> int:
+    """The linear run's summary: where Var |rho| peaks per seed, summary.json and the figure."""
+    import numpy as np
 
     from copyjax.plots import free_energy as plotting
+    from copyjax.results import write_json
 
-    if linear:
-        per_seed = {}
-        for seed in a.seeds:
-            rs = [results[(seed, P)] for P in Ps]
-            var = np.array([r["var_abs_rho"] for r in rs])
-            k = int(np.nanargmax(var))
-            per_seed[seed] = {"P_susceptibility_peak": Ps[k], "var_abs_rho_peak": float(var[k]),
-                              "n_minima_cG": [len(r["minima_op"]) for r in rs]}
-            th = "not computed" if theory_P is None else f"{theory_P:.0f}"
-            print(f"  seed {seed}: Var |rho| peaks at P = {Ps[k]} (grid point; theory onset P_1 = {th}); "
-                  f"minima of F(|c_G|) per P: {per_seed[seed]['n_minima_cG']}", flush=True)
-        summary = {
-            "config": cfg, "tokens": a.tokens.spec, "theory_P_onset": theory_P, "theory_P_cross": None if tp is None else tp.P_cross, "P": Ps, "seeds": a.seeds,
-            "per_seed": {str(k): v for k, v in per_seed.items()},
-            "points": [{k: results[(s_, P)][k] for k in ("seed", "P", "family_weights", "family_weights_sd", "log_ratio",
-                                                            "log_ratio_sd", "mean_abs_rho", "mean_abs_rho_sd",
-                                                            "var_abs_rho", "var_abs_rho_sd", "mean", "mean_sd",
-                                                            "var_cG", "var_cG_sd", "minima_op", "minima_abs_rho",
-                                                            "minima_rho", "barrier_rho")}
-                       for s_ in a.seeds for P in Ps],
-            "wall_s": time.perf_counter() - t_all,
-        }
-        write_json(os.path.join(a.out, "summary.json"), summary)
-        plotting.free_energy_linear(summary, [results[(a.seeds[0], P)] for P in Ps], os.path.join(a.out, "free_energy"))
-        print(f"summary.json and free_energy.png in {a.out} ({summary['wall_s']:.0f} s)")
-        return 0
+    a, cfg = ctx.a, ctx.cfg
+    per_seed = {}
+    for seed in a.seeds:
+        rs = [results[(seed, P)] for P in Ps]
+        var = np.array([r["var_abs_rho"] for r in rs])
+        k = int(np.nanargmax(var))
+        per_seed[seed] = {"P_susceptibility_peak": Ps[k], "var_abs_rho_peak": float(var[k]),
+                          "n_minima_cG": [len(r["minima_op"]) for r in rs]}
+        th = "not computed" if theory_P is None else f"{theory_P:.0f}"
+        print(f"  seed {seed}: Var |rho| peaks at P = {Ps[k]} (grid point; theory onset P_1 = {th}); "
+              f"minima of F(|c_G|) per P: {per_seed[seed]['n_minima_cG']}", flush=True)
+    summary = {
+        "config": cfg, "tokens": a.tokens.spec, "theory_P_onset": theory_P, "theory_P_cross": None if tp is None else tp.P_cross, "P": Ps, "seeds": a.seeds,
+        "per_seed": {str(k): v for k, v in per_seed.items()},
+        "points": [{k: results[(s_, P)][k] for k in ("seed", "P", "family_weights", "family_weights_sd", "log_ratio",
+                                                        "log_ratio_sd", "mean_abs_rho", "mean_abs_rho_sd",
+                                                        "var_abs_rho", "var_abs_rho_sd", "mean", "mean_sd",
+                                                        "var_cG", "var_cG_sd", "minima_op", "minima_abs_rho",
+                                                        "minima_rho", "barrier_rho")}
+                   for s_ in a.seeds for P in Ps],
+        "wall_s": time.perf_counter() - t_all,
+    }
+    write_json(os.path.join(a.out, "summary.json"), summary)
+    plotting.free_energy_linear(summary, [results[(a.seeds[0], P)] for P in Ps], os.path.join(a.out, "free_energy"))
+    print(f"summary.json and free_energy.png in {a.out} ({summary['wall_s']:.0f} s)")
+    return 0
 
+
+def summarize_softmax(ctx: Context, Ps, results, theory_P, t_all) -> int:
+    """The softmax run's summary: P* and the barrier per seed, the theory's equal-mass point,
+    summary.json and the figure."""
+    import numpy as np
+
+    from copyjax import free_energy as FE
+    from copyjax.plots import free_energy as plotting
+    from copyjax.results import write_json
+
+    a, cfg = ctx.a, ctx.cfg
     per_seed = {}
     for seed in a.seeds:
         rs = [results[(seed, P)] for P in Ps]
@@ -351,6 +396,50 @@ def main(argv=None) -> int:
     print(f"P* = {summary['P_star']} +- {summary['P_star_err']}; summary.json and free_energy.png in {a.out} "
           f"({summary['wall_s']:.0f} s)")
     return 0
+
+
+def main(argv=None) -> int:
+    ap = parser()
+    a = ap.parse_args(argv)
+    check_options(ap, a)
+    start_distributed(ap, a)  # before any other JAX call
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    enable_compile_cache(a)
+    import copyjax as cj
+
+    L, V, act = a.L, a.V, a.activation
+    linear = act == "linear"
+    hyper = cj.default_hyper(act, L)
+    if a.no_theory and not a.P and a.scan is None:
+        ap.error("--no-theory needs --P (the default P grid is built around the theory's transition)")
+    tp = None if a.no_theory else cj.transition_points(L, V, act, hyper, "posterior", tokens=a.tokens)
+    theory_P = None if tp is None else (tp.P_onset if linear else tp.P_star)
+    if a.scan is not None:
+        return scan(a, L, V, hyper, tp, ap)
+    if a.P:
+        Ps = sorted(set(a.P))
+    else:
+        if theory_P is None:
+            sys.exit(f"the theory has no first-order transition at L={L}, V={V}: give --P")
+        grid = (0.6, 0.8, 1.0, 1.1, 1.2, 1.35, 1.5, 2.0, 3.0, 5.0) if linear else (0.85, 0.93, 1.0, 1.08, 1.2)
+        Ps = sorted({int(round(theory_P * f)) for f in grid})
+    ctx = context(a, hyper)
+    os.makedirs(os.path.join(a.out, "points"), exist_ok=True)
+    name = "onset P_1" if linear else "P*"
+    print(f"copyjax free energy, L={L}, V={V}, {act}, tokens {a.tokens.spec}, mask {a.mask}: {ctx.centers.size} "
+          f"windows on {ctx.coordinate} x {a.chains_per_window} chains, kappa={ctx.kappa}, {a.steps} steps; theory "
+          f"(posterior form) {name} = {theory_P}; P = {Ps}; seeds {a.seeds}", flush=True)
+    t_all = time.perf_counter()
+    results = {}
+    for seed in a.seeds:
+        for P in Ps:
+            results[(seed, P)] = run_point(ctx, seed, P)
+            print_point(ctx, seed, P, results[(seed, P)])
+    if linear:
+        return summarize_linear(ctx, Ps, results, tp, theory_P, t_all)
+    return summarize_softmax(ctx, Ps, results, theory_P, t_all)
 
 
 def scan(a, L: int, V: int, hyper, tp, ap) -> int:

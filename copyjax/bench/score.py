@@ -383,14 +383,17 @@ def score_sampler(ref: Reference, name: str, build, step_size: float, *, n_chain
                       key=jax.random.fold_in(key, i), progress=progress, batch_size=batch_size)
         x, loss = np.asarray(s.draws["cG"], float), np.asarray(s.draws["loss"], float)
         burn = x.shape[1] // 3
-        eq = steps_to_equilibrium(x, ref, thin) if start == "prior" else None
         crossings = 0 if ref.phases is None else int(np.abs(np.diff(x >= ref.phases.divide, axis=1)).sum())
         grads = grads_per_step(build, s.info) * (1.0 if batch_size is None else batch_size / ref.task.P)
-        low = steps_to_low_bias(x, ref, thin)
-        out[start] = dataclasses.replace(
-            _score(start, x[:, burn:], loss[:, burn:], ref, wall, num_steps, int(np.asarray(s.nonfinite).sum()), eq,
-                   grads, crossings),
-            grads_to_low_bias=None if low is None else float(low * grads))
+        # a diverged run (SGHMC at a large step) overflows in the moments: it is reported as
+        # non-finite chains, so NumPy's warnings about it would only be noise
+        with np.errstate(over="ignore", invalid="ignore"):
+            eq = steps_to_equilibrium(x, ref, thin) if start == "prior" else None
+            low = steps_to_low_bias(x, ref, thin)
+            out[start] = dataclasses.replace(
+                _score(start, x[:, burn:], loss[:, burn:], ref, wall, num_steps, int(np.asarray(s.nonfinite).sum()),
+                       eq, grads, crossings),
+                grads_to_low_bias=None if low is None else float(low * grads))
     sc = Scores(name, float(step_size), n_chains, num_steps, out["exact"], out["prior"], False, batch_size,
                 ref.phases is not None)
     return dataclasses.replace(sc, **judged(sc.row(), ref.gate))
