@@ -17,6 +17,10 @@ Gaussian with precision ``Lam = b K + gamma I`` and the rows' means are the colu
 so E_pi[L_n] = E_{G ~ exp(-S_loc)}[E_{W|G} L_n]: G is sampled by the exact posterior's adaptive
 MALA (no step-size bias: Metropolis-corrected) and W is averaged in closed form
 (Rao-Blackwellised). Costs O(L^2 V^2 + V^3) per step whatever P is.
+
+Under an attention mask (``mask=``, ``copyjax.masks``) the loss runs over the mask's n loss
+rows: L above becomes n, K and B are the loss rows' contractions, and the phases are split at
+the mask's divide.
 """
 from __future__ import annotations
 
@@ -33,8 +37,6 @@ from copyjax.sgmcmc import adaptive_mala
 from copyjax._checks import check_activation, check_burn_in, check_positive, check_size
 from copyjax.chains import Layout, Schedule, run_chains, summarize
 from copyjax.data import float_stats, stats_size
-from copyjax.model import attention, log_likelihood_from_stats, stats_contractions
-from copyjax.order import reported_order_parameters
 
 
 def default_nbeta(P: float) -> float:
@@ -45,49 +47,53 @@ def default_nbeta(P: float) -> float:
     return float(P) / math.log(float(P))
 
 
-def mean_loss(W, G, stats, activation: str) -> jax.Array:
-    """``L_n(W, G)``: the mean over sequences of ``(1/2L) sum_l |y - W h|^2``, through the
-    statistics ``stats: (L, L, V, V)``; ``W: (V, V)``, ``G: (L, L)``. Scalar."""
+def mean_loss(W, G, stats, activation: str, mask="full") -> jax.Array:
+    """``L_n(W, G)``: the mean over sequences of ``(1/2n) sum_l |y - W h|^2`` over the
+    ``mask``'s n loss rows (n = L: every row under the full mask), through the statistics
+    ``stats: (L, L, V, V)``; ``W: (V, V)``, ``G: (L, L)``. Scalar."""
+    mask = masks.get(mask)
     stats = float_stats(stats)
-    A = attention(G, activation).astype(stats.dtype)
-    return -log_likelihood_from_stats(W.astype(A.dtype), A, stats, 1.0) / stats_size(stats).astype(A.dtype)
+    A = mask.attention(G, activation).astype(stats.dtype)
+    return -mask.log_likelihood(W.astype(A.dtype), A, stats, 1.0) / stats_size(stats).astype(A.dtype)
 
 
 class _Conditional(NamedTuple):
     K: jax.Array  # (V, V), symmetrised
     B: jax.Array  # (V, V)
-    PL: jax.Array  # P L
+    PL: jax.Array  # P n, n the loss rows (L under the full mask)
     V: int
     chol: jax.Array  # Cholesky factor of Lam = b K + gamma I
     R: jax.Array  # b B + gamma W*^T
     LinvR: jax.Array  # Lam^-1 R: the rows' means as columns
 
 
-def _conditional(G, stats, W_star, nbeta, gamma, activation) -> _Conditional:
-    """W's Gaussian conditional under pi given G (module docstring)."""
+def _conditional(G, stats, W_star, nbeta, gamma, activation, mask="full") -> _Conditional:
+    """W's Gaussian conditional under pi given G (module docstring), the loss over ``mask``'s rows."""
+    mask = masks.get(mask)
     stats = float_stats(stats)
-    A = attention(G, activation).astype(stats.dtype)
-    L, V = A.shape[-1], stats.shape[-1]
-    K, B = stats_contractions(A, stats)
+    A = mask.attention(G, activation).astype(stats.dtype)
+    V = stats.shape[-1]
+    K, B, n = mask.contractions(A, stats)
     K = 0.5 * (K + K.T)
-    PL = stats_size(stats).astype(A.dtype) * L
+    PL = stats_size(stats).astype(A.dtype) * n
     b = nbeta / PL
     chol = jnp.linalg.cholesky(b * K + gamma * jnp.eye(V, dtype=A.dtype))
     R = b * B + gamma * W_star.astype(A.dtype).T
     return _Conditional(K, B, PL, V, chol, R, jax.scipy.linalg.cho_solve((chol, True), R))
 
 
-def localised_action(G, stats, W_star, G_star, nbeta, gamma, activation: str) -> jax.Array:
+def localised_action(G, stats, W_star, G_star, nbeta, gamma, activation: str, mask="full") -> jax.Array:
     """``S_loc(G)`` (up to a G-independent constant): minus the log of the G-marginal of the
-    localised tempered posterior ``pi``. ``G, G_star: (L, L)``, ``W_star: (V, V)``. Scalar."""
-    c = _conditional(G, stats, W_star, nbeta, gamma, activation)
+    localised tempered posterior ``pi`` (the loss under ``mask``). ``G, G_star: (L, L)``,
+    ``W_star: (V, V)``. Scalar."""
+    c = _conditional(G, stats, W_star, nbeta, gamma, activation, mask)
     logdet = 2.0 * jnp.sum(jnp.log(jnp.diagonal(c.chol)))
     return 0.5 * c.V * logdet - 0.5 * jnp.sum(c.R * c.LinvR) + 0.5 * gamma * jnp.sum((G - G_star) ** 2)
 
 
-def expected_loss_given_G(G, stats, W_star, nbeta, gamma, activation: str) -> jax.Array:
-    """``E_{W|G}[L_n]`` under ``pi``'s Gaussian conditional of W given G. Scalar."""
-    c = _conditional(G, stats, W_star, nbeta, gamma, activation)
+def expected_loss_given_G(G, stats, W_star, nbeta, gamma, activation: str, mask="full") -> jax.Array:
+    """``E_{W|G}[L_n]`` under ``pi``'s Gaussian conditional of W given G (the loss under ``mask``). Scalar."""
+    c = _conditional(G, stats, W_star, nbeta, gamma, activation, mask)
     M = c.LinvR.T
     var = c.V * jnp.trace(jax.scipy.linalg.cho_solve((c.chol, True), c.K))
     return (jnp.sum((M @ c.K) * M) + var - 2 * jnp.sum(M * c.B.T) + c.PL) / (2 * c.PL)
@@ -102,10 +108,11 @@ class LLCSampler(NamedTuple):
     gamma: float
     n_adapt: int
     target: float = 0.57
+    mask: object = "full"
 
     def build(self, data):
         lp = lambda G: -localised_action(G, data["stats"], data["W_star"], data["G_star"], self.nbeta,
-                                         self.gamma, self.activation)
+                                         self.gamma, self.activation, self.mask)
         return adaptive_mala.as_top_level_api(lp, data["step_size"], self.n_adapt, self.target)
 
 
@@ -115,12 +122,14 @@ class LLCObserver(NamedTuple):
     activation: str
     nbeta: float
     gamma: float
+    mask: object = "full"
 
     def __call__(self, G, data) -> dict:
-        A = attention(G.astype(float_stats(data["stats"]).dtype), self.activation)
-        rep = reported_order_parameters(A, self.activation)
+        mask = masks.get(self.mask)
+        A = mask.attention(G.astype(float_stats(data["stats"]).dtype), self.activation)
+        rep = mask.order(A, self.activation)
         return {"loss": expected_loss_given_G(G, data["stats"], data["W_star"], self.nbeta, self.gamma,
-                                              self.activation),
+                                              self.activation, self.mask),
                 "cG": rep["cG"], "abs_rho": rep["abs_rho"]}
 
 
@@ -168,7 +177,7 @@ def _checked(stats, W_star, G_star, activation, nbeta, gamma, n_chains, num_step
 def estimate_llc(key, stats, W_star, G_star, activation: str, *, nbeta: float | None = None,
                  gamma: float = 100.0, n_chains: int = 8, num_steps: int = 2000, burn_in: int | None = None,
                  thin: int = 1, initial_step_size: float | None = None, devices=None,
-                 progress: bool = False) -> LLCResult:
+                 progress: bool = False, mask="full") -> LLCResult:
     """The exact LLC at ``w* = (W_star: (V, V), G_star: (L, L))`` on ``stats: (L, L, V, V)``:
     ``n_chains`` adaptive-MALA chains on G started at ``G_star`` (step tuned per chain during
     ``burn_in``, default a third, then frozen), W integrated in closed form. ``nbeta``: default
@@ -176,9 +185,12 @@ def estimate_llc(key, stats, W_star, G_star, activation: str, *, nbeta: float | 
     softmax chains from the copy minimum keep its phase with 100 and leave it with 1 (mean a_G
     0.73 -> 0.13 at P = 1000; docs/llc.md). Its price: the W block's data curvature,
     ``nbeta / (P L)`` times K's eigenvalues (about nbeta / V), is then small against gamma, so
-    lambda_hat is far below its large-n limit (``regular_w_llc`` gives the W block's share)."""
+    lambda_hat is far below its large-n limit (``regular_w_llc`` gives the W block's share).
+    ``mask``: the attention mask (``copyjax.masks``); L_n is over its loss rows."""
     n_chains, num_steps, burn_in, nbeta, gamma, W_star, G_star = _checked(
         stats, W_star, G_star, activation, nbeta, gamma, n_chains, num_steps, burn_in, 1)
+    mask = masks.get(mask)
+    mask.check(activation)
     stats = float_stats(stats)
     L, V = stats.shape[0], stats.shape[-1]
     dtype = jax.dtypes.canonicalize_dtype(jnp.float64)
@@ -186,16 +198,16 @@ def estimate_llc(key, stats, W_star, G_star, activation: str, *, nbeta: float | 
     eps0 = 1e-2 / math.sqrt(1.0 + nbeta / V) if initial_step_size is None else initial_step_size
     data = {"stats": stats, "W_star": W_star.astype(stats.dtype), "G_star": G_star.astype(dtype),
             "step_size": jnp.asarray(eps0, dtype)}
-    smp = run_chains(key, LLCSampler(activation, nbeta, gamma, burn_in), G0, LLCObserver(activation, nbeta, gamma),
-                     data, schedule=Schedule(num_steps, burn_in, thin), layout=Layout(devices=devices),
+    smp = run_chains(key, LLCSampler(activation, nbeta, gamma, burn_in, mask=mask), G0,
+                     LLCObserver(activation, nbeta, gamma, mask), data, schedule=Schedule(num_steps, burn_in, thin), layout=Layout(devices=devices),
                      progress=progress, desc="llc")
     loss = np.asarray(smp.draws["loss"], float)
     s = summarize(loss)
-    loss_star = float(mean_loss(W_star, G_star, stats, activation))
-    rep = reported_order_parameters(attention(G_star, activation), activation)
-    home = phase_of(float(rep["cG"]), float(rep["abs_rho"]), activation, L)
+    loss_star = float(mean_loss(W_star, G_star, stats, activation, mask))
+    rep = mask.order(mask.attention(G_star, activation), activation)
+    home = phase_of(float(rep["cG"]), float(rep["abs_rho"]), activation, L, mask)
     cG, rho = np.asarray(smp.draws["cG"], float), np.asarray(smp.draws["abs_rho"], float)
-    here = phase_of(cG, rho, activation, L) == home
+    here = phase_of(cG, rho, activation, L, mask) == home
     return LLCResult(nbeta * (s.mean - loss_star), nbeta * s.mcse, s.rhat, s.ess, loss_star, nbeta, gamma,
                      loss, cG, np.asarray(smp.info["acceptance_rate"]).mean(-1), float(1.0 - here.mean()))
 
@@ -216,22 +228,24 @@ class Minimum(NamedTuple):
 
 
 @lru_cache(maxsize=None)
-def _divide(L: int) -> float:
-    return masks.FULL.divide(L)
+def _divide(L: int, mask) -> float:
+    return masks.get(mask).divide(L)
 
 
-def phase_of(cG, abs_rho, activation: str, L: int):
-    """The phase label of a pattern (see ``Minimum``); arrays give arrays of labels."""
+def phase_of(cG, abs_rho, activation: str, L: int, mask="full"):
+    """The phase label of a pattern (see ``Minimum``); arrays give arrays of labels. Softmax:
+    a_G against the ``mask``'s divide (``Mask.divide``)."""
     if activation == "softmax":
-        return np.where(np.asarray(cG) >= _divide(L), "copy", "pooling")[()]
+        return np.where(np.asarray(cG) >= _divide(L, masks.get(mask)), "copy", "pooling")[()]
     return np.where(np.asarray(abs_rho) >= 0.1, "above_onset", "below_onset")[()]
 
 
 def find_minima(key, stats, hyper, activation: str, *, n_seeds: int = 4, steps: int = 2000,
-                learning_rate: float = 1e-2) -> list[Minimum]:
+                learning_rate: float = 1e-2, mask="full") -> list[Minimum]:
     """Adam on the joint MAP (``training.train_ensemble``) from ``n_seeds`` prior starts and
-    ``n_seeds`` copy starts, as the phase diagram trains: per phase reached, the run with the
-    highest log posterior. Both phases where they coexist; one where both families end in it."""
+    ``n_seeds`` copy starts (the ``mask``'s copy pattern), as the phase diagram trains: per
+    phase reached, the run with the highest log posterior. Both phases where they coexist; one
+    where both families end in it."""
     from copyjax.training import init_ensemble, train_ensemble
 
     check_activation(activation)
@@ -240,15 +254,15 @@ def find_minima(key, stats, hyper, activation: str, *, n_seeds: int = 4, steps: 
     best: dict[str, Minimum] = {}
     for i, start in enumerate(("prior", "copy")):
         k0, k1 = jax.random.split(jax.random.fold_in(key, i))
-        init = init_ensemble(k0, n_seeds, L, V, hyper, activation, start, dtype)
+        init = init_ensemble(k0, n_seeds, L, V, hyper, activation, start, dtype, mask=mask)
         ens = train_ensemble(k1, init, stats, hyper, activation, steps=steps, learning_rate=learning_rate,
-                             record_every=steps)
+                             record_every=steps, mask=mask)
         for j in range(n_seeds):
             lp = float(ens.final_obs["logpost"][j])
             if not np.isfinite(lp):
                 continue
             cG, rho = float(ens.final_obs["cG"][j]), float(ens.final_obs["abs_rho"][j])
-            ph = str(phase_of(cG, rho, activation, L))
+            ph = str(phase_of(cG, rho, activation, L, mask))
             if ph not in best or lp > best[ph].logpost:
                 best[ph] = Minimum(ph, start, np.asarray(ens.final.W[j]), np.asarray(ens.final.G[j]), lp, cG, rho)
     return sorted(best.values(), key=lambda m: m.cG)
@@ -269,7 +283,7 @@ class SGLDLLC(NamedTuple):
 
 def sgld_llc(key, stats, W_star, G_star, activation: str, *, step_size: float, nbeta: float | None = None,
              gamma: float = 100.0, n_chains: int = 8, num_steps: int = 2000, burn_in: int | None = None,
-             thin: int = 1, tokens=None, batch_size: int | None = None, devices=None) -> SGLDLLC:
+             thin: int = 1, tokens=None, batch_size: int | None = None, devices=None, mask="full") -> SGLDLLC:
     """lambda_hat by SGLD on (W, G) (blackjax's kernel, ``samplers.sgld_from_grad``: ``x + eps
     grad log pi + sqrt(2 eps) xi``), started at w*, L_n averaged over the draws after
     ``burn_in`` (default a third): what SGLD-based LLC estimators do, to be scored against
@@ -292,7 +306,7 @@ def sgld_llc(key, stats, W_star, G_star, activation: str, *, step_size: float, n
         if tokens is not None:
             raise ValueError("tokens without batch_size: give batch_size for minibatch gradients (the full "
                              "batch uses the statistics)")
-        grad = jax.grad(lambda p: -(nbeta * mean_loss(p.W, p.G, stats, activation) + local(p)))
+        grad = jax.grad(lambda p: -(nbeta * mean_loss(p.W, p.G, stats, activation, mask) + local(p)))
         grad_fn = lambda k, p: grad(p)
     else:
         if tokens is None:
@@ -304,28 +318,28 @@ def sgld_llc(key, stats, W_star, G_star, activation: str, *, step_size: float, n
         B = check_batch_size(batch_size, P)
         unit = Hyper(1.0, 1.0, 1.0)  # only beta enters batch_loglik
         # nbeta L_n estimated by nbeta / B times the batch's summed loss (-log-likelihood at beta = 1)
-        grad_b = jax.grad(lambda p, tb: nbeta / B * batch_loglik(p, tb, unit, activation) - local(p))
+        grad_b = jax.grad(lambda p, tb: nbeta / B * batch_loglik(p, tb, unit, activation, mask) - local(p))
         grad_fn = lambda k, p: grad_b(p, tokens[draw_batch(k, P, B)])
     alg = samplers.sgld_from_grad(grad_fn, step_size)
     init = Params(jnp.broadcast_to(W_star, (n_chains,) + W_star.shape), jnp.broadcast_to(G_star, (n_chains,) + G_star.shape))
-    smp = run_algorithm(key, alg, init, lambda p: {"loss": mean_loss(p.W, p.G, stats, activation)},
+    smp = run_algorithm(key, alg, init, lambda p: {"loss": mean_loss(p.W, p.G, stats, activation, mask)},
                         schedule=Schedule(num_steps, burn_in, thin), layout=Layout(devices=devices))
     loss = np.asarray(smp.draws["loss"], float)
     bad = ~np.all(np.isfinite(loss), axis=1)
     s = summarize(loss[~bad]) if (~bad).sum() >= 2 else None
-    loss_star = float(mean_loss(W_star, G_star, stats, activation))
+    loss_star = float(mean_loss(W_star, G_star, stats, activation, mask))
     if s is None:
         return SGLDLLC(float("nan"), float("nan"), float("nan"), int(bad.sum()), float(step_size), loss)
     return SGLDLLC(nbeta * (s.mean - loss_star), nbeta * s.mcse, s.rhat, int(bad.sum()),
                    float(step_size), loss)
 
 
-def regular_w_llc(G, stats, W_star, nbeta, gamma, activation: str) -> jax.Array:
+def regular_w_llc(G, stats, W_star, nbeta, gamma, activation: str, mask="full") -> jax.Array:
     """The W block's LLC at a frozen pattern G, in closed form: ``(V/2) tr(b K Lam^-1)`` plus
     the mean shift's term. At the least-squares W* and gamma -> 0 it is ``V^2 / 2`` = d / 2
     for a full-rank K: the regular model's learning coefficient."""
-    return nbeta * (expected_loss_given_G(G, stats, W_star, nbeta, gamma, activation)
-                    - mean_loss(W_star, G, stats, activation))
+    return nbeta * (expected_loss_given_G(G, stats, W_star, nbeta, gamma, activation, mask)
+                    - mean_loss(W_star, G, stats, activation, mask))
 
 
 __all__ = ["LLCResult", "Minimum", "SGLDLLC", "default_nbeta", "estimate_llc", "expected_loss_given_G",

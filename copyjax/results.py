@@ -102,22 +102,23 @@ def point_path(out: str, activation: str, index: int) -> str:
     return os.path.join(out, "points", f"{activation}_{index:03d}")
 
 
-def load_point(base: str, cfg_hash: str, P: int):
-    """``(summary, arrays)`` of a finished point at ``base`` computed with the configuration
-    ``cfg_hash`` at this P, or None (absent, unfinished, or another configuration)."""
-    if not (os.path.exists(base + ".json") and os.path.exists(base + ".npz")):
+def load_point(base: str, key: dict):
+    """``(summary, arrays)`` of a finished point at ``base`` saved under ``key`` (``save_point``;
+    matched by ``load_if_same``), or None (absent, unfinished, or saved for something else)."""
+    if not os.path.exists(base + ".npz"):
         return None
-    summary = read_json(base + ".json")
-    if summary.get("config_hash") != cfg_hash or summary.get("P") != int(P):
+    summary = load_if_same(base + ".json", key)
+    if summary is None:
         return None
     with np.load(base + ".npz") as z:
         return summary, dict(z)
 
 
-def save_point(base: str, summary: dict, arrays: dict) -> None:
-    """Arrays first, summary last: a point counts as done only once its summary exists."""
+def save_point(base: str, key: dict, summary: dict, arrays: dict) -> None:
+    """Arrays first, the summary (``save_with_key``) last: a point counts as done only once its
+    summary exists."""
     atomic_savez(base + ".npz", **arrays)
-    write_json(base + ".json", summary)
+    save_with_key(base + ".json", key, summary)
 
 
 def package_versions(names) -> dict:

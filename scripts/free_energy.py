@@ -217,7 +217,7 @@ def run_point(ctx: Context, seed: int, P: int) -> dict:
 
     import copyjax as cj
     from copyjax import free_energy as FE
-    from copyjax.results import atomic_savez, read_json, write_json
+    from copyjax.results import atomic_savez, load_if_same, save_with_key
 
     a, L, V, act, linear, hyper, cfg = ctx.a, ctx.L, ctx.V, ctx.act, ctx.linear, ctx.hyper, ctx.cfg
     centers, edges, edges_rho, op_div = ctx.centers, ctx.edges, ctx.edges_rho, ctx.op_div
@@ -225,13 +225,12 @@ def run_point(ctx: Context, seed: int, P: int) -> dict:
     base = os.path.join(a.out, "points", f"seed{seed}_P{P}")
     # (the theory's profile over a_G is for uniform tokens; its P* takes any i.i.d. law)
     with_theory = not (linear or a.no_theory or a.tokens.kind != "uniform")
-    if os.path.exists(base + ".json"):
-        old = read_json(base + ".json")
-        if old.get("config") == cfg:
-            if with_theory and "theory_F" not in old:  # a point saved before, or with --no-theory
-                old.update(theory_profile(ctx, P))
-                write_json(base + ".json", old)
-            return refresh_minima(ctx, old)
+    old = load_if_same(base + ".json", cfg)  # the same configuration: reused
+    if old is not None:
+        if with_theory and "theory_F" not in old:  # a point saved before, or with --no-theory
+            old.update(theory_profile(ctx, P))
+            save_with_key(base + ".json", cfg, old)
+        return refresh_minima(ctx, old)
     t0 = time.perf_counter()
     key = cj.point_key(seed, P)
     stats = cj.sampled_stats(jax.random.fold_in(key, 0), P, L, V, tokens=a.tokens).astype(jnp.float32)
@@ -276,7 +275,7 @@ def run_point(ctx: Context, seed: int, P: int) -> dict:
     out["wall_s"] = time.perf_counter() - t0
     atomic_savez(base + ".npz", xi=run.xi, op=run.op, abs_rho=run.abs_rho, family=run.family, center=run.center,
                  acceptance=run.acceptance)
-    write_json(base + ".json", out)
+    save_with_key(base + ".json", cfg, out)
     return out
 
 
@@ -452,7 +451,7 @@ def scan(a, L: int, V: int, hyper, tp, ap) -> int:
     import copyjax as cj
     from copyjax import free_energy as FE
     from copyjax.plots import free_energy as plotting
-    from copyjax.results import read_json, write_json
+    from copyjax.results import load_if_same, save_with_key, write_json
 
     theory_P = None if tp is None else tp.P_star
     if a.scan:
@@ -482,7 +481,7 @@ def scan(a, L: int, V: int, hyper, tp, ap) -> int:
     per_seed = {}
     for seed in a.seeds:
         path = os.path.join(a.out, "points", f"scan_seed{seed}.json")
-        if os.path.exists(path) and (old := read_json(path)).get("config") == cfg:
+        if (old := load_if_same(path, cfg)) is not None:
             per_seed[seed] = old
         else:
             t0 = time.perf_counter()
@@ -509,7 +508,7 @@ def scan(a, L: int, V: int, hyper, tp, ap) -> int:
                               "weights": p.weights.tolist(), "log_ratio": p.log_ratio, "log_ratio_sd": p.log_ratio_sd}
                              for p in sc.profiles if np.any(np.isclose(p.t, sc.temps))],
                 "wall_s": time.perf_counter() - t0}
-            write_json(path, per_seed[seed])
+            save_with_key(path, cfg, per_seed[seed])
         r = per_seed[seed]
         f = lambda x, fmt=".0f": "none" if x is None else format(x, fmt)
         print(f"  seed {seed}: P* = {f(r['P_star'])} +- {f(r['P_star_err'])} (MBAR), bootstrap sd "

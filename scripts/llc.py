@@ -21,7 +21,8 @@ import os
 import sys
 import time
 
-from _cli import add_distributed_options, int_at_least, nonneg_int, positive_float, positive_int, start_distributed
+from _cli import (add_distributed_options, int_at_least, mask_arg, nonneg_int, positive_float, positive_int,
+                  start_distributed)
 
 
 def main(argv=None) -> int:
@@ -41,6 +42,8 @@ def main(argv=None) -> int:
     ap.add_argument("--adam-lr", type=positive_float("--adam-lr"), default=1e-2)
     ap.add_argument("--chains", type=int_at_least("--chains", 2), default=8)
     ap.add_argument("--steps", type=int_at_least("--steps", 30), default=2000, help="MALA steps per chain (a third burn-in)")
+    ap.add_argument("--mask", type=mask_arg, default="full",
+                    help="attention mask (copyjax.masks): full, causal or window:W; the loss over its loss rows")
     ap.add_argument("--out", default="runs/llc")
     ap.add_argument("--no-progress", action="store_true")
     add_distributed_options(ap)
@@ -62,6 +65,8 @@ def main(argv=None) -> int:
 
     config = {k: getattr(a, k) for k in ("L", "V", "data_seed", "adam_seeds", "adam_steps", "adam_lr", "chains",
                                          "steps", "nbeta")}
+    if a.mask != "full":  # (named only where not full: earlier runs' outputs stay valid)
+        config["mask"] = a.mask
     path = os.path.join(a.out, "llc.json")
     rows = []
     if os.path.exists(path):
@@ -90,12 +95,13 @@ def main(argv=None) -> int:
             tokens = cj.sample_tokens(key, P, a.L, a.V)
             stats = cj.sufficient_stats(tokens, a.V).astype(jnp.float64)
             mins = llc.find_minima(jax.random.fold_in(key, 1), stats, h, act, n_seeds=a.adam_seeds,
-                                   steps=a.adam_steps, learning_rate=a.adam_lr)
+                                   steps=a.adam_steps, learning_rate=a.adam_lr, mask=a.mask)
             for g in todo:
                 for m in mins:
                     t0 = time.perf_counter()
                     r = llc.estimate_llc(jax.random.fold_in(key, 2), stats, m.W, m.G, act, nbeta=a.nbeta, gamma=g,
-                                         n_chains=a.chains, num_steps=a.steps, progress=not a.no_progress)
+                                         n_chains=a.chains, num_steps=a.steps, progress=not a.no_progress,
+                                         mask=a.mask)
                     i = len(rows)
                     np.savez(os.path.join(a.out, f"inputs_{i}.npz"), tokens=np.asarray(tokens), W_star=m.W, G_star=m.G)
                     rows.append({"activation": act, "P": P, "phase": m.phase, "start": m.start, "nbeta": r.nbeta,
@@ -103,7 +109,7 @@ def main(argv=None) -> int:
                                  "ess": r.ess, "loss_star": r.loss_star, "logpost_star": m.logpost, "cG_star": m.cG,
                                  "cG_mean": float(np.mean(r.cG)), "left_phase": r.left_phase,
                                  "llc_w_block": float(llc.regular_w_llc(jnp.asarray(m.G), stats, jnp.asarray(m.W),
-                                                                        r.nbeta, g, act)),
+                                                                        r.nbeta, g, act, a.mask)),
                                  "acceptance": float(np.mean(r.acceptance)), "chain_key": [a.data_seed, P, 2],
                                  "inputs": f"inputs_{i}.npz", "wall_s": time.perf_counter() - t0})
                     save()

@@ -166,8 +166,6 @@ def build_config(a, ap):
                      "zipf:S); a Markov law: scripts/free_energy.py --tokens and scripts/transitions.py --forms map")
         cfg["tokens"] = a.tokens.spec
     if a.mask != "full":  # likewise
-        if a.llc_steps:
-            ap.error(f"--llc-steps: the exact LLC is the full mask's, got --mask {a.mask}")
         cfg.update(op_chains=0, mask=a.mask)  # NUTS in order-parameter space samples the cyclic theory
     if free_energy:
         cfg["free_energy"] = {"steps": fe_steps}

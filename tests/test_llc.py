@@ -157,3 +157,49 @@ def test_bad_input_is_a_value_error(problem):
         llc.estimate_llc(jax.random.key(0), st, W, G[:3, :3], "softmax", num_steps=10)
     with pytest.raises(ValueError, match="P must be > 1"):
         llc.default_nbeta(1)
+
+
+@pytest.mark.parametrize("mask", ["causal", "window:2"])
+def test_the_localised_action_under_a_mask_integrates_w_exactly(mask):
+    """Under a mask the W-integrated action S_loc(G) and E_{W|G}[L_n] are the integrals over W of
+    the per-sequence network loss on the mask's loss rows (``network.sequence_loglik``, one-hot
+    forward pass: another code path than the statistics' contractions): W's Gaussian integral
+    by its autodiff Hessian and mode (exact for a quadratic), compared between two patterns
+    (S_loc is defined up to a G-independent constant) to 1e-8 relative. The loss of w* is the
+    mean network loss there, and the phase split is the mask's divide."""
+    from copyjax import masks
+    from copyjax.network import Params, sequence_loglik
+
+    m = masks.get(mask)
+    tok = cj.sample_tokens(jax.random.key(5), 60, L, V)
+    st = cj.sufficient_stats(tok, V).astype(jnp.float64)
+    unit = cj.Hyper(1.0, 1.0, 1.0)
+    nbeta, gamma = 30.0, 2.0
+    W_star = jnp.eye(V, dtype=jnp.float64) + 0.1
+    G_star = 1.5 * m.copy_pattern(L, jnp.float64)
+
+    def mean_loss(W, G):  # the mean over sequences of the loss on the loss rows
+        return -jnp.mean(jax.vmap(lambda t: sequence_loglik(Params(W, G), t, unit, "softmax", mask))(tok))
+
+    def brute(G):  # -log of the integral over W of exp(-nbeta L_n - gamma/2 |W - W*|^2), and E_W[L_n]
+        f = lambda w: nbeta * mean_loss(w.reshape(V, V), G) + 0.5 * gamma * jnp.sum((w.reshape(V, V) - W_star) ** 2)
+        H = jax.hessian(f)(jnp.zeros(V * V))
+        w_hat = -jnp.linalg.solve(H, jax.grad(f)(jnp.zeros(V * V)))
+        cov = jnp.linalg.inv(H)
+        # L_n is quadratic in W: E[L_n] = L_n(mean) + tr(Hess(L_n) cov) / 2
+        HL = jax.hessian(lambda w: mean_loss(w.reshape(V, V), G))(w_hat)
+        return f(w_hat) + 0.5 * jnp.linalg.slogdet(H)[1], mean_loss(w_hat.reshape(V, V), G) + 0.5 * jnp.trace(HL @ cov)
+
+    G1 = G_star + 0.3 * jax.random.normal(jax.random.key(6), (L, L), jnp.float64)
+    G2 = 0.2 * jax.random.normal(jax.random.key(7), (L, L), jnp.float64)
+    S = lambda G: llc.localised_action(G, st, W_star, G_star, nbeta, gamma, "softmax", mask)
+    (b1, e1), (b2, e2) = brute(G1), brute(G2)
+    loc = lambda G: 0.5 * gamma * jnp.sum((G - G_star) ** 2)
+    np.testing.assert_allclose(float(S(G1) - S(G2)), float(b1 + loc(G1) - b2 - loc(G2)), rtol=1e-8)
+    for G, e in ((G1, e1), (G2, e2)):
+        np.testing.assert_allclose(float(llc.expected_loss_given_G(G, st, W_star, nbeta, gamma, "softmax", mask)),
+                                   float(e), rtol=1e-8)
+    np.testing.assert_allclose(float(llc.mean_loss(W_star, G_star, st, "softmax", mask)),
+                               float(mean_loss(W_star, G_star)), rtol=1e-10)
+    cG_star = float(m.order(m.attention(G_star, "softmax"), "softmax")["cG"])
+    assert llc.phase_of(cG_star, 0.0, "softmax", L, mask) == ("copy" if cG_star >= m.divide(L) else "pooling")

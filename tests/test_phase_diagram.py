@@ -107,7 +107,6 @@ def test_mismatched_out_is_refused(first_run):
     (["--n-P", "0"], "--n-P"), (["--adam-seeds", "-1"], "--adam-seeds"), (["--L", "1"], ">= 2"),
     (["--tokens", "markov:0.3"], "--tokens"), (["--tokens", "zipf:-2"], "--tokens"),
     (["--mask", "upper"], "--mask"), (["--mask", "window:0"], "--mask"),
-    (["--mask", "causal", "--llc-steps", "60"], "--llc-steps"),
     # run() hides the optional packages, as in a venv without the arviz extra
     (["--netcdf"], "pip install 'copyjax[arviz]'"),
 ])
@@ -211,7 +210,7 @@ def test_the_main_job_takes_the_causal_mask(tmp_path):
     out = str(tmp_path / "c")
     r = run(["--L", "4", "--V", "3", "--P", "60", "--activation", "softmax", "--mask", "causal", "--exact-chains", "8",
              "--exact-steps", "600", "--chains", "4", "--steps", "100", "--adam-seeds", "2", "--adam-steps", "60",
-             "--no-progress", "--out", out])
+             "--llc-steps", "60", "--no-progress", "--out", out])
     assert r.returncode == 0, r.stderr[-3000:]
     assert json.loads(Path(out, "config.json").read_text())["mask"] == "causal"
     assert "mask causal" in r.stdout
@@ -222,6 +221,8 @@ def test_the_main_job_takes_the_causal_mask(tmp_path):
     assert row["theory_cG"] == row["op_cG"] == ""
     # SGLD and Adam ran, on the causal model (its a_G(l) may dip below 0: less than uniform on the copy key)
     assert -1 < float(row["sgld_prior_cG"]) < 1 and -1 < float(row["adam_cG"]) < 1
+    # and the exact LLC, at the causal model's minima (its loss over the loss rows)
+    assert any(row.get(f"llc_{ph}") not in (None, "") and np.isfinite(float(row[f"llc_{ph}"])) for ph in ("pooling", "copy"))
     pt = res["points"][0]
     assert pt["exact"]["branches_disagree"] is False
     ex = pt["exact"]["cG"]

@@ -28,15 +28,19 @@ def test_point_files_are_reused_only_for_the_same_configuration_and_P(tmp_path):
     cfg = {"L": 4, "V": 3, "seed": 0}
     h = R.config_hash(cfg)
     assert h == R.config_hash(dict(reversed(list(cfg.items()))))  # key order does not matter
-    assert R.load_point(base, h, 20) is None  # nothing saved yet
-    R.save_point(base, {"P": 20, "config_hash": h, "v": np.float64(0.5)}, {"a": np.arange(3)})
-    summary, arrays = R.load_point(base, h, 20)
+    key = lambda c, P: {"config_hash": R.config_hash(c), "P": P}  # what the main job keys a point by
+    assert R.load_point(base, key(cfg, 20)) is None  # nothing saved yet
+    R.save_point(base, key(cfg, 20), {"P": 20, "v": np.float64(0.5)}, {"a": np.arange(3)})
+    summary, arrays = R.load_point(base, key(cfg, 20))
     assert summary["v"] == 0.5 and arrays["a"].tolist() == [0, 1, 2]
-    assert R.load_point(base, R.config_hash(cfg | {"seed": 1}), 20) is None
-    assert R.load_point(base, h, 40) is None
+    assert R.load_point(base, key(cfg | {"seed": 1}, 20)) is None
+    assert R.load_point(base, key(cfg, 40)) is None
+    # a summary saved by hand without its key (or by an older copyjax) is not reused
+    R.write_json(base + ".json", {"P": 20, "config_hash": h, "v": 0.5})
+    assert R.load_point(base, key(cfg, 20)) is None
     # a point whose summary was never written (killed between the two writes) is not done
     os.unlink(base + ".json")
-    assert R.load_point(base, h, 20) is None
+    assert R.load_point(base, key(cfg, 20)) is None
 
 
 def test_csv_has_the_header_then_the_rows(tmp_path):

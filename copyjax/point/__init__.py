@@ -158,12 +158,13 @@ def load_or_run_point(cfg, out, activation, P, index, progress=False) -> tuple[P
     """Reuse a finished point (same configuration hash) or compute and save it
     (``copyjax.results``: atomic writes, summary last). Returns (point, arrays, reused)."""
     base = results.point_path(out, activation, index)
-    done = results.load_point(base, results.config_hash(cfg), P)
+    key = {"config_hash": results.config_hash(cfg), "P": int(P)}
+    done = results.load_point(base, key)
     if _in_every_process(done is not None):
         return Point.from_json(done[0]), done[1], True
     point, arrays = run_point(cfg, activation, P, index, progress)
     point = point.replace(config_hash=results.config_hash(cfg))
-    results.save_point(base, point.to_json(), arrays)
+    results.save_point(base, key, point.to_json(), arrays)
     return point, arrays, False
 
 

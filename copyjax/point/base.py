@@ -21,12 +21,6 @@ from copyjax.tokens import token_law
 from copyjax.schema import _maybe
 
 
-# configuration fields of methods built for the full (cyclic) mask only: the reduced theory's
-# posterior form (NUTS in order-parameter space) has no other mask's form, and the LLC is the
-# full model's; under another mask they are skipped (op_chains) or refused (llc_steps)
-FULL_MASK_ONLY = ("llc_steps",)
-
-
 @dataclass
 class Context:
     """One (activation, P) of a sweep: the configuration (every registered method's defaults
@@ -41,7 +35,7 @@ class Context:
     ``tokens``: the token law of the data (``cfg["tokens"]``, absent: uniform; i.i.d. laws only).
     ``mask``: the attention mask (``copyjax.masks``; ``cfg["mask"]``, absent: ``"full"``): every
     method runs under it, the reduced theory's lines and its posterior form only under the full
-    mask (they are the cyclic model's); the LLC is refused under another (a ``ValueError``)."""
+    mask (they are the cyclic model's)."""
 
     cfg: dict
     activation: str
@@ -58,9 +52,6 @@ class Context:
         self.tokens = token_law(c.get("tokens"))
         self.mask = masks.get(c.get("mask", "full"))
         self.mask.check(self.activation)
-        full_only = [k for k in FULL_MASK_ONLY if c.get(k)]
-        if full_only and self.mask != masks.FULL:
-            raise ValueError(f"mask {self.mask.spec!r}: {', '.join(full_only)} is built for the full mask only")
         self.key = jax.random.fold_in(jax.random.key(c["seed"]), self.index)
         self.k_data, self.k_test, self.k_chain, self.k_adam, self.k_init = jax.random.split(self.key, 5)
         self.stats = sampled_stats(self.k_data, self.P, self.L, self.V, tokens=self.tokens).astype(jnp.float32)
@@ -142,4 +133,4 @@ def draws_with_prefix(arrays: dict, family: str, keys) -> dict:
             if f"{family}_{k}" in arrays and np.ndim(arrays[f"{family}_{k}"]) == 2}
 
 
-__all__ = ["Context", "draws_with_prefix", "FULL_MASK_ONLY", "Method"]
+__all__ = ["Context", "draws_with_prefix", "Method"]

@@ -50,9 +50,9 @@ class LLCMethod(Method):
         stats = ctx.stats.astype(jnp.float64 if jax.config.jax_enable_x64 else jnp.float32)
         nbeta = llc.default_nbeta(ctx.P)
         phases, arrays = {}, {}
-        for j, m in enumerate(llc.find_minima(jax.random.fold_in(ctx.key, 105), stats, ctx.hyper, act)):
+        for j, m in enumerate(llc.find_minima(jax.random.fold_in(ctx.key, 105), stats, ctx.hyper, act, mask=ctx.mask)):
             r = llc.estimate_llc(jax.random.fold_in(ctx.key, 106 + j), stats, m.W, m.G, act, nbeta=nbeta,
-                                 gamma=gamma, num_steps=ctx.cfg["llc_steps"], progress=ctx.progress)
+                                 gamma=gamma, num_steps=ctx.cfg["llc_steps"], progress=ctx.progress, mask=ctx.mask)
             phases[m.phase] = {"llc": r.llc, "se": r.llc_se, "rhat": r.rhat, "loss_star": r.loss_star,
                                "cG_star": m.cG, "left_phase": r.left_phase}
             arrays |= {f"loss_{m.phase}": np.asarray(r.loss), f"W_{m.phase}": np.asarray(m.W),
