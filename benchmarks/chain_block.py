@@ -18,19 +18,25 @@ from copyjax import free_energy  # noqa: E402
 
 from _timing import best_time  # noqa: E402
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--chains", type=int, default=64)
-ap.add_argument("--steps", type=int, default=60)
-ap.add_argument("--blocks", type=int, nargs="+", default=[8, 16, 32, 64])
-a = ap.parse_args()
-L, V, P = 64, 32, 4000
-stats = cj.sufficient_stats(cj.sample_tokens(jax.random.key(0), P, L, V), V).astype(jnp.float64)
-h = cj.default_hyper("softmax", L)
-centers = jnp.linspace(0.0, 4.0, a.chains)
-print(f"jax {jax.__version__}; umbrella, L = {L}, V = {V}, {a.chains} chains, {a.steps} steps")
-print("| chain_block | s (second run) | chain-steps/s |\n|---:|---:|---:|")
-for b in a.blocks:
-    run = lambda: free_energy.sample_umbrella(jax.random.key(1), stats, h, "softmax", centers, kappa=2.0,
-                                              num_steps=a.steps, thin=5, chain_block=b)
-    _, s = best_time(run, repeat=1)  # a first call compiles; the second is timed
-    print(f"| {b} | {s:.1f} | {a.chains * a.steps / s:.0f} |", flush=True)
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--chains", type=int, default=64)
+    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--blocks", type=int, nargs="+", default=[8, 16, 32, 64])
+    a = ap.parse_args(argv)
+    L, V, P = 64, 32, 4000
+    stats = cj.sufficient_stats(cj.sample_tokens(jax.random.key(0), P, L, V), V).astype(jnp.float64)
+    h = cj.default_hyper("softmax", L)
+    centers = jnp.linspace(0.0, 4.0, a.chains)
+    print(f"jax {jax.__version__}; umbrella, L = {L}, V = {V}, {a.chains} chains, {a.steps} steps")
+    print("| chain_block | s (second run) | chain-steps/s |\n|---:|---:|---:|")
+    for b in a.blocks:
+        run = lambda: free_energy.sample_umbrella(jax.random.key(1), stats, h, "softmax", centers, kappa=2.0,
+                                                  num_steps=a.steps, thin=5, chain_block=b)
+        _, s = best_time(run, repeat=1)  # a first call compiles; the second is timed
+        print(f"| {b} | {s:.1f} | {a.chains * a.steps / s:.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

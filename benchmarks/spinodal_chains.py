@@ -24,29 +24,35 @@ import copyjax as cj  # noqa: E402
 from copyjax import exact_posterior as X  # noqa: E402
 from copyjax import free_energy as FE  # noqa: E402
 
-ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-ap.add_argument("--L", type=int, default=64)
-ap.add_argument("--V", type=int, default=32)
-ap.add_argument("--P", type=int, nargs="+", default=[7000, 7400, 7800, 8200, 8600])
-ap.add_argument("--seed", type=int, default=0)
-ap.add_argument("--chains", type=int, default=8, help="half from the prior, half from the copy pattern")
-ap.add_argument("--steps", type=int, default=900)
-a = ap.parse_args()
-L, V = a.L, a.V
-h = cj.default_hyper("softmax", L)
-divide = FE.softmax_windows(L).divide
-print(f"L={L} V={V} softmax, seed {a.seed}, {a.chains} exact chains x {a.steps} MALA steps; divide a_G = {divide:.3f}")
-print("| P | prior-started: mean a_G | prior-started chains above the divide | copy-started: mean a_G | s |")
-print("|---:|---:|---:|---:|---:|")
-for P in a.P:
-    key = cj.point_key(a.seed, P)
-    stats = cj.sampled_stats(jax.random.fold_in(key, 0), P, L, V).astype(jnp.float32)
-    t0 = time.perf_counter()
-    run = X.sample_exact_posterior(jax.random.fold_in(key, 2), stats, h, "softmax", n_chains=a.chains,
-                                   num_steps=a.steps, thin=5)
-    d = np.asarray(run.samples.draws["cG"])  # (chains, draws); prior-started chains first
-    n_prior = a.chains - a.chains // 2
-    prior, copy = d[:n_prior], d[n_prior:]
-    above = int((prior[:, -1] > divide).sum())
-    print(f"| {P} | {prior.mean():.4f} | {above} of {prior.shape[0]} | {copy.mean():.4f} | "
-          f"{time.perf_counter() - t0:.0f} |", flush=True)
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--L", type=int, default=64)
+    ap.add_argument("--V", type=int, default=32)
+    ap.add_argument("--P", type=int, nargs="+", default=[7000, 7400, 7800, 8200, 8600])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--chains", type=int, default=8, help="half from the prior, half from the copy pattern")
+    ap.add_argument("--steps", type=int, default=900)
+    a = ap.parse_args(argv)
+    L, V = a.L, a.V
+    h = cj.default_hyper("softmax", L)
+    divide = FE.softmax_windows(L).divide
+    print(f"L={L} V={V} softmax, seed {a.seed}, {a.chains} exact chains x {a.steps} MALA steps; divide a_G = {divide:.3f}")
+    print("| P | prior-started: mean a_G | prior-started chains above the divide | copy-started: mean a_G | s |")
+    print("|---:|---:|---:|---:|---:|")
+    for P in a.P:
+        key = cj.point_key(a.seed, P)
+        stats = cj.sampled_stats(jax.random.fold_in(key, 0), P, L, V).astype(jnp.float32)
+        t0 = time.perf_counter()
+        run = X.sample_exact_posterior(jax.random.fold_in(key, 2), stats, h, "softmax", n_chains=a.chains,
+                                       num_steps=a.steps, thin=5)
+        d = np.asarray(run.samples.draws["cG"])  # (chains, draws); prior-started chains first
+        n_prior = a.chains - a.chains // 2
+        prior, copy = d[:n_prior], d[n_prior:]
+        above = int((prior[:, -1] > divide).sum())
+        print(f"| {P} | {prior.mean():.4f} | {above} of {prior.shape[0]} | {copy.mean():.4f} | "
+              f"{time.perf_counter() - t0:.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
