@@ -28,6 +28,7 @@ from copyjax.chains import Layout, Samples, Schedule, nested_rhat, run_chains, s
 from copyjax.data import float_stats
 from copyjax.model import shift_matrix, uniform_matrix
 from copyjax.sgmcmc import adaptive_mala
+from copyjax.starts import copy_G, prior_G
 from copyjax.schema import ExactStat, ExactSummary, FamilyMeans, SignFamilies
 
 def order_directions(L: int, dtype=jnp.float32) -> jax.Array:
@@ -89,9 +90,8 @@ def start_positions(key, n_prior: int, n_copy: int, L: int, hyper, activation: s
     pattern (softmax: logit ``log 4L`` at the previous token, a_G ~ 0.8; linear: ``A = S``)
     plus a tenth of a prior draw; the ``mask``'s copy pattern (``Mask.copy_pattern``: the
     causal one has no wrap at row 0)."""
-    prior = jnp.sqrt(hyper.sigma_g2) * jax.random.normal(key, (n_prior + n_copy, L, L), dtype)
-    S = masks.get(mask).copy_pattern(L, dtype)
-    copy = (jnp.log(4.0 * L) * S if activation == "softmax" else S) + 0.1 * prior[n_prior:]
+    prior = prior_G(key, (n_prior + n_copy, L, L), hyper, dtype)
+    copy = copy_G(L, activation, jnp.log(4.0 * L), mask, dtype) + 0.1 * prior[n_prior:]
     return jnp.concatenate([prior[:n_prior], copy]).astype(dtype)
 
 

@@ -20,6 +20,7 @@ from copyjax.action import precision_M
 from copyjax.data import copy_targets, one_hot, stats_size
 from copyjax.model import log_prior
 from copyjax.order import coverage
+from copyjax.starts import copy_G, prior_G
 
 
 class Params(NamedTuple):
@@ -34,8 +35,7 @@ def init_params(key, L: int, V: int, hyper, dtype=jnp.float32) -> Params:
     L, V = check_size("L", L, 2), check_size("V", V, 2)
     kw, kg = jax.random.split(key)
     W = jnp.sqrt(hyper.sigma_w2 / V) * jax.random.normal(kw, (V, V), dtype)
-    G = jnp.sqrt(hyper.sigma_g2) * jax.random.normal(kg, (L, L), dtype)
-    return Params(W, G)
+    return Params(W, prior_G(kg, (L, L), hyper, dtype))
 
 
 def copy_init(key, L: int, V: int, hyper, activation: str, dtype=jnp.float32, mask="full") -> Params:
@@ -43,8 +43,7 @@ def copy_init(key, L: int, V: int, hyper, activation: str, dtype=jnp.float32, ma
     ``log L + 2`` at the previous token, so a_G ~ 0.9) plus prior-scale noise on W."""
     check_activation(activation)
     p = init_params(key, L, V, hyper, dtype)
-    strength = jnp.log(L) + 2.0 if activation == "softmax" else 1.0
-    return Params(jnp.eye(V, dtype=dtype) + 0.1 * p.W, strength * masks.get(mask).copy_pattern(L, dtype))
+    return Params(jnp.eye(V, dtype=dtype) + 0.1 * p.W, copy_G(L, activation, jnp.log(L) + 2.0, mask, dtype))
 
 
 def sample_w_posterior(key, A: jax.Array, stats, hyper, mask="full") -> jax.Array:

@@ -18,6 +18,7 @@ from copyjax.chains import Layout, Schedule, run_chains
 from copyjax.data import float_stats, stats_size
 from copyjax.model import shift_matrix, uniform_matrix
 from copyjax.free_energy.coordinates import _coordinate_fn, check_coordinate, copy_coordinate, mean_coordinate
+from copyjax.starts import prior_G
 
 
 class UmbrellaState(NamedTuple):
@@ -109,7 +110,7 @@ def start_positions(key, centers, L: int, hyper, dtype=jnp.float64, coordinate: 
     move); under a ``mask``, ``+ (center - xi) S`` with its copy coordinate and copy pattern
     (the causal one has no wrap at row 0)."""
     centers = jnp.asarray(centers, dtype)
-    G = jnp.sqrt(hyper.sigma_g2) * jax.random.normal(key, (centers.shape[0], L, L), dtype)
+    G = prior_G(key, (centers.shape[0], L, L), hyper, dtype)
     if coordinate == "copy":
         mask = masks.get(mask)
         return G + (centers - mask.copy_coordinate(G))[:, None, None] * mask.copy_pattern(L, dtype)
