@@ -25,6 +25,8 @@ class Hyper(_HyperFields):
     def __new__(cls, beta=1.0, sigma_w2=1.0, sigma_g2=1.0):
         # JAX rebuilds pytrees with placeholder leaves; only check real numbers.
         for name, v in (("beta", beta), ("sigma_w2", sigma_w2), ("sigma_g2", sigma_g2)):
+            if isinstance(v, (str, bytes, complex)):
+                raise TypeError(f"{name} must be a finite real number > 0, got {v!r}")
             if isinstance(v, (int, float)) or hasattr(v, "dtype"):
                 check_positive(name, v)
         return super().__new__(cls, beta, sigma_w2, sigma_g2)

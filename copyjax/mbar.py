@@ -52,6 +52,9 @@ def _check(u_kn, N_k):
     n = np.asarray(N_k)
     if np.any(n < 1) or int(n.sum()) != u_kn.shape[1]:
         raise ValueError(f"N_k must be >= 1 per state and sum to N = {u_kn.shape[1]}, got {n.tolist()}")
+    if not bool(jnp.all(jnp.isfinite(u_kn))):
+        raise ValueError("u_kn must be finite: a sampled state's energy at its own and the others' draws "
+                         "(NaN or inf found)")
     if u_kn.dtype != jnp.float64:
         raise ValueError("MBAR needs float64 energies (differences of ~1e3 nats): call "
                          "jax.config.update('jax_enable_x64', True) first")
@@ -166,6 +169,44 @@ def difference_sd(theta, i: int, j) -> jax.Array:
     return jnp.sqrt(jnp.maximum(theta[i, i] + theta[j, j] - 2 * theta[i, j], 0.0))
 
 
+def overlap(result: MBARResult, u_kn) -> jax.Array:
+    """``(K, K)`` overlap matrix of the sampled states ``u_kn: (K, N)`` (Shirts & Chodera 2008;
+    pymbar's ``compute_overlap()["matrix"]``): ``O = W^T W diag(N_k)`` with ``W: (N, K)`` the
+    MBAR weights. Row-stochastic; ``O[i, j]`` is the chance that a draw of state i, reweighted,
+    is credited to state j. States that share no draws give 0 between them."""
+    u_kn = jnp.asarray(u_kn, result.log_denominator.dtype)
+    W = jnp.exp(result.f[:, None] - u_kn - result.log_denominator[None, :]).T
+    return (W.T @ W) * result.N_k[None, :]
+
+
+# pymbar warns below this overlap between neighbouring states: their free-energy difference
+# then rests on a few draws, and its asymptotic error is no longer trustworthy
+MIN_OVERLAP = 0.03
+
+
+def weakest_overlap(ov) -> float:
+    """The overlap of the weakest link that joins all states, from the overlap matrix
+    ``ov: (K, K)`` (``overlap``): the largest t for which the graph with edges
+    ``min(ov[i, j], ov[j, i]) >= t`` is connected (the smallest edge of a maximum spanning tree,
+    Prim's). Below ``MIN_OVERLAP`` some group of states is joined to the rest through too few
+    draws, and MBAR's free energies between the groups are unreliable."""
+    ov = np.asarray(ov, float)
+    S = np.minimum(ov, ov.T)
+    K = S.shape[0]
+    if K < 2:
+        return 1.0
+    inside = np.zeros(K, bool)
+    inside[0] = True
+    best = S[0].copy()
+    weakest = np.inf
+    for _ in range(K - 1):
+        j = int(np.argmax(np.where(inside, -np.inf, best)))
+        weakest = min(weakest, best[j])
+        inside[j] = True
+        best = np.maximum(best, S[j])
+    return float(weakest)
+
+
 def subsample(x: np.ndarray) -> np.ndarray:
     """Indices of a near-uncorrelated subsample of the series ``x: (T,)``: every g-th draw,
     g = T / ESS (numpyro's effective sample size of the series), at least 1."""
@@ -179,4 +220,5 @@ def subsample(x: np.ndarray) -> np.ndarray:
     return np.arange(x.size - 1, -1, -g)[::-1]
 
 
-__all__ = ["covariance", "difference_sd", "MBARResult", "solve", "state_free_energies", "subsample"]
+__all__ = ["covariance", "difference_sd", "MBARResult", "MIN_OVERLAP", "overlap", "solve", "state_free_energies",
+           "subsample", "weakest_overlap"]

@@ -31,7 +31,7 @@ import time
 from _cli import mask_arg, positive_float, positive_int
 
 
-def main(argv=None):
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--L", type=positive_int("--L"), default=32)
     ap.add_argument("--V", type=positive_int("--V"), default=32)
@@ -47,6 +47,11 @@ def main(argv=None):
     ap.add_argument("--exact-steps", type=positive_int("--exact-steps"), default=900, help="MALA steps per exact chain")
     ap.add_argument("--data-seed", type=int, default=0)
     ap.add_argument("--out", default="runs/causal")
+    return ap
+
+
+def main(argv=None):
+    ap = parser()
     a = ap.parse_args(argv)
     if a.L < 3 or a.V < 2:
         ap.error("--L must be >= 3 and --V >= 2")

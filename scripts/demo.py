@@ -30,12 +30,17 @@ def minimise(G0, C, hyper, activation, steps=600, lr=0.05):
     return G, loss(G)
 
 
-def main(argv=None):
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--L", type=int_at_least("--L", 2), default=16)
     ap.add_argument("--V", type=int_at_least("--V", 2), default=8)
     ap.add_argument("--Ps", type=positive_int("--Ps"), nargs="+", default=[50, 200, 800, 3200])
     ap.add_argument("--seed", type=nonneg_int("--seed"), default=0)
+    return ap
+
+
+def main(argv=None):
+    ap = parser()
     a = ap.parse_args(argv)
     jax.config.update("jax_enable_x64", True)
     L, V = a.L, a.V

@@ -34,6 +34,18 @@ from _cli import (add_compile_cache_option, add_distributed_options, enable_comp
 
 
 
+def _overlap(rec, where: str) -> dict:
+    """MBAR's weakest link between its states, in the output, and said aloud when it is too weak
+    to trust (``mbar.MIN_OVERLAP``): more steps, more chains or closer windows/tempers."""
+    from copyjax import mbar
+
+    if not rec.overlap_ok:
+        print(f"  warning ({where}): MBAR's states overlap too little (weakest link {rec.weakest_overlap:.3g} < "
+              f"{mbar.MIN_OVERLAP}): its free energies between them are unreliable; run more --steps, more "
+              "--chains-per-window or a smaller --temper-spacing / --spacing", flush=True)
+    return {"mbar_weakest_overlap": rec.weakest_overlap, "mbar_overlap_ok": rec.overlap_ok}
+
+
 def _listed(x):
     import numpy as np
 
@@ -247,7 +259,8 @@ def run_point(ctx: Context, seed: int, P: int) -> dict:
                                                 progress=not a.no_progress, desc=f"seed {seed} P={P}",
                                                 mask=a.mask)
     out = {"config": cfg, "seed": seed, "P": P, "n_kept": rec.n_kept, "mbar_grad_norm": float(rec.result.grad_norm),
-           "acceptance_min": float(run.acceptance.min()), "edges": edges.tolist()}
+           **_overlap(rec, f"seed {seed} P={P}"), "acceptance_min": float(run.acceptance.min()),
+           "edges": edges.tolist()}
     if linear:
         # phases = the sign families (g s < 0, g s > 0); F over |rho| (moments of |rho|) and over |c_G|
         pr = FE.profile(rec, run, 0, edges, 0.0, coordinate="abs_rho", phase="family", mean_of="abs_rho")
@@ -502,7 +515,8 @@ def scan(a, L: int, V: int, hyper, tp, ap) -> int:
                 "P_star_boot_sd": fin(sc.P_star_boot_sd), "P_star_boot": _listed(sc.P_star_boot),
                 "barrier_at_P_star": fin(sc.barrier_at_P_star), "spinodal_low": sc.spinodal_low,
                 "spinodal_high": sc.spinodal_high, "n_kept": rec.n_kept,
-                "mbar_grad_norm": float(rec.result.grad_norm), "acceptance_min": float(run.acceptance.min()),
+                "mbar_grad_norm": float(rec.result.grad_norm), **_overlap(rec, f"seed {seed} scan"),
+                "acceptance_min": float(run.acceptance.min()),
                 # profiles at the sampled tempers, for the figure
                 "profiles": [{"P": float(p.P), "edges": p.edges.tolist(), "F": _listed(p.F), "F_sd": _listed(p.F_sd),
                               "weights": p.weights.tolist(), "log_ratio": p.log_ratio, "log_ratio_sd": p.log_ratio_sd}

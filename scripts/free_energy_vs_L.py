@@ -22,11 +22,16 @@ import os
 from collections import Counter
 
 
-def main(argv=None):
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+", help="output folders of scripts/free_energy.py (softmax)")
     ap.add_argument("--out", default="free_energy_vs_L", help="figure path without extension (the table: OUT.json)")
     ap.add_argument("--theory", metavar="FILE", help="cache of the theory's transition points (computed where missing)")
+    return ap
+
+
+def main(argv=None):
+    ap = parser()
     a = ap.parse_args(argv)
 
     import numpy as np

@@ -25,7 +25,7 @@ from _cli import (add_distributed_options, int_at_least, mask_arg, nonneg_int, p
                   start_distributed)
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--L", type=int_at_least("--L", 2), default=16)
@@ -47,6 +47,11 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="runs/llc")
     ap.add_argument("--no-progress", action="store_true")
     add_distributed_options(ap)
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = parser()
     a = ap.parse_args(argv)
     try:
         os.makedirs(a.out, exist_ok=True)

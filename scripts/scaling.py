@@ -18,7 +18,7 @@ from _cli import int_at_least
 from copyjax.theory import least_squares as fit
 
 
-def main(argv=None):
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--Ls", type=int_at_least("--Ls", 2), nargs="+", default=[8, 16, 32, 64, 128, 256])
     ap.add_argument("--Vs", type=int_at_least("--Vs", 2), nargs="+", default=[8, 16, 32])
@@ -32,6 +32,11 @@ def main(argv=None):
                     help="W_ij ~ N(0, 1/V) (design doc) or N(0, 1) (sigma_w2 -> V)")
     ap.add_argument("--g-prior", choices=["design", "unit", "per_L"], default="design",
                     help="G prior variance: design doc (1 softmax, 1/L linear), 1, or 1/L")
+    return ap
+
+
+def main(argv=None):
+    ap = parser()
     a = ap.parse_args(argv)
     if min(a.Ls) < 2 or min(a.Vs) < 2:
         ap.error("--Ls and --Vs need values >= 2")

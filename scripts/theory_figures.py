@@ -34,7 +34,7 @@ def onset_exponent(L, V, hyper, form, P_1, deltas):
     return float(b[1]), float(se[1]), pts
 
 
-def main(argv=None):
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--L", type=positive_int("--L"), default=64, help="sequence length (>= 2)")
     ap.add_argument("--V", type=positive_int("--V"), default=32, help="vocabulary size (>= 2)")
@@ -49,6 +49,11 @@ def main(argv=None):
     ap.add_argument("--out", default=None, help="output folder (default results/theory_L{L}_V{V})")
     ap.add_argument("--replot", action="store_true",
                     help="redraw the figures from --out/theory.json without recomputing")
+    return ap
+
+
+def main(argv=None):
+    ap = parser()
     a = ap.parse_args(argv)
     if a.L < 2 or a.V < 2:
         ap.error("--L and --V must be >= 2")

@@ -15,13 +15,18 @@ import json
 import os
 
 
-def main(argv=None):
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--L", type=int, required=True)
     ap.add_argument("--V", type=int, required=True)
     ap.add_argument("--runs", nargs="*", default=[], help="output folders of scripts/free_energy.py (softmax)")
     ap.add_argument("--transitions", nargs="*", default=[], help="JSON files of scripts/transitions.py --json")
     ap.add_argument("--out", default="token_laws", help="figure path without extension (the table: OUT.json)")
+    return ap
+
+
+def main(argv=None):
+    ap = parser()
     a = ap.parse_args(argv)
 
     import numpy as np

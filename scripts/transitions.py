@@ -25,7 +25,7 @@ from copyjax.results import read_json, write_json
 from _cli import lv_pair, token_law_arg
 
 
-def main(argv=None):
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--LV", type=lv_pair, nargs="+", default=[(64, 32), (32, 16), (64, 8)],
                     help="L,V pairs (default: 64,32 32,16 64,8)")
@@ -35,6 +35,11 @@ def main(argv=None):
     ap.add_argument("--json", help="also write the results to this JSON file")
     ap.add_argument("--exact", nargs="+", default=[], metavar="DIR",
                     help="scripts/free_energy.py output folders: their exact-posterior P* beside the theory's")
+    return ap
+
+
+def main(argv=None):
+    ap = parser()
     a = ap.parse_args(argv)
     if not a.tokens.iid and a.forms != ["map"]:
         ap.error(f"--tokens {a.tokens.spec}: a Markov law has only the softmax MAP form here: add --forms map")

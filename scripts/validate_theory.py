@@ -21,7 +21,7 @@ import time
 from _cli import lv_pair, nonneg_int, positive_int
 
 
-def main(argv=None):
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--LV", type=lv_pair, nargs="+", default=[(16, 8), (32, 8)],
                     help="L,V pairs (default 16,8 32,8)")
@@ -34,6 +34,11 @@ def main(argv=None):
                     help="NUTS chains in order-parameter space")
     ap.add_argument("--seed", type=nonneg_int("--seed"), default=0)
     ap.add_argument("--out", default=os.path.join("results", "validate"))
+    return ap
+
+
+def main(argv=None):
+    ap = parser()
     a = ap.parse_args(argv)
     if a.steps < 3 * a.thin:
         ap.error("--steps must be at least 3 x --thin")

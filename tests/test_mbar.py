@@ -103,3 +103,44 @@ def test_matches_pymbar_where_installed():
     f, theta = mbar.covariance(res, u_kn, np.zeros((0, x.size)))
     sd = np.asarray(mbar.difference_sd(theta, 0, jnp.arange(len(CENTERS))))
     np.testing.assert_allclose(sd, out["dDelta_f"][0], rtol=1e-4, atol=1e-8)
+
+
+def test_overlap_matches_pymbar_and_its_weakest_link_finds_a_gap():
+    """The overlap matrix against pymbar's (another code); the weakest link against a brute
+    force (thresholds tried in turn, connectivity by breadth-first search): high for the nine
+    overlapping windows, below MIN_OVERLAP when the middle windows are dropped (two groups of
+    windows that share no draws)."""
+    pymbar = pytest.importorskip("pymbar")
+
+    def brute(ov):
+        S = np.minimum(ov, ov.T)
+        K = len(S)
+        for t in sorted(set(S[np.triu_indices(K, 1)].tolist()), reverse=True):
+            seen, todo = {0}, [0]
+            while todo:
+                i = todo.pop()
+                for j in np.flatnonzero(S[i] >= t):
+                    if int(j) not in seen:
+                        seen.add(int(j))
+                        todo.append(int(j))
+            if len(seen) == K:
+                return t
+        return 0.0
+
+    rng = np.random.default_rng(5)
+    x, u_kn, N_k = _umbrella(rng, 200)
+    res = mbar.solve(jnp.asarray(u_kn), jnp.asarray(N_k))
+    ov = np.asarray(mbar.overlap(res, u_kn))
+    ref = pymbar.MBAR(u_kn, N_k, solver_protocol="robust").compute_overlap()["matrix"]
+    np.testing.assert_allclose(ov, ref, atol=1e-10)
+    np.testing.assert_allclose(ov.sum(axis=1), 1.0, atol=1e-10)
+    w = mbar.weakest_overlap(ov)
+    assert w == pytest.approx(brute(ov), abs=1e-15) and w > mbar.MIN_OVERLAP, w
+
+    ends = [0, 1, 7, 8]  # windows at -1.6, -1.2 and 1.2, 1.6: the middle ones gone
+    xs = np.concatenate([x[k * 200:(k + 1) * 200] for k in ends])
+    u_gap = np.stack([np.interp(xs, GRID, U0) + _bias(xs, CENTERS[k]) for k in ends])
+    res = mbar.solve(jnp.asarray(u_gap), jnp.asarray(np.full(4, 200)))
+    ov = np.asarray(mbar.overlap(res, u_gap))
+    w = mbar.weakest_overlap(ov)
+    assert w == pytest.approx(brute(ov), abs=1e-15) and w < mbar.MIN_OVERLAP, w

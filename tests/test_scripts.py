@@ -129,6 +129,8 @@ def test_free_energy_scan_script_end_to_end_and_resume(tmp_path):
     temps = np.array(s["per_seed"]["0"]["temps"])  # sampled tempers: even in log t, at most 0.3 apart
     assert temps[0] * 30 == pytest.approx(20) and temps[-1] * 30 == pytest.approx(40)
     assert np.allclose(np.diff(np.log(temps)), np.log(2) / (len(temps) - 1)) and np.log(2) / (len(temps) - 1) <= 0.3
+    ov = s["per_seed"]["0"]["mbar_weakest_overlap"]  # MBAR's weakest link, flagged in the output
+    assert 0 < ov <= 1 and s["per_seed"]["0"]["mbar_overlap_ok"] == (ov >= 0.03)
     assert (tmp_path / "free_energy.png").stat().st_size > 0
     before = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "points").iterdir()}
     assert run("free_energy.py", args).returncode == 0
@@ -411,6 +413,8 @@ def test_every_script_is_a_main_and_leaves_sys_path_to_the_install():
         mains = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main"]
         if not mains or [a.arg for a in mains[0].args.args] != ["argv"]:
             bad.append((p.name, "no main(argv)"))
+        if not any(isinstance(n, ast.FunctionDef) and n.name == "parser" and not n.args.args for n in tree.body):
+            bad.append((p.name, "no parser() (tests/test_fuzz.py fuzzes it)"))
         guard = [n for n in tree.body if isinstance(n, ast.If) and "__main__" in ast.unparse(n.test)]
         if not guard or "main(" not in ast.unparse(guard[0]):
             bad.append((p.name, "no __main__ guard calling main"))

@@ -50,7 +50,9 @@ class Profile(NamedTuple):
 class Recombined(NamedTuple):
     """MBAR over all (window, temper) states of an ``UmbrellaRun``: ``result``; the kept
     (subsampled) draws ``xi``, ``op``, ``prior``, ``data``, ``abs_rho``, ``family``; the
-    sampled states' energies ``u_kn``; ``n_kept``."""
+    sampled states' energies ``u_kn``; ``n_kept``; ``weakest_overlap``: the overlap of the
+    weakest link joining the states (``mbar.weakest_overlap``; below ``mbar.MIN_OVERLAP`` the
+    free energies between the groups it joins are unreliable: ``overlap_ok`` is False)."""
 
     result: mbar.MBARResult
     u_kn: np.ndarray
@@ -61,6 +63,11 @@ class Recombined(NamedTuple):
     n_kept: int
     abs_rho: np.ndarray
     family: np.ndarray
+    weakest_overlap: float = float("nan")
+
+    @property
+    def overlap_ok(self) -> bool:
+        return bool(self.weakest_overlap >= mbar.MIN_OVERLAP)
 
 
 def recombine(run: UmbrellaRun) -> Recombined:
@@ -84,7 +91,8 @@ def recombine(run: UmbrellaRun) -> Recombined:
     col = {float(t): int(np.argmin(np.abs(run.t_grid - t))) for _, t in states}
     u_kn = np.stack([data[:, col[t]] + prior + 0.5 * run.kappa * (xi - c) ** 2 for c, t in states])
     res = mbar.solve(jnp.asarray(u_kn), jnp.asarray(N_k))
-    return Recombined(res, u_kn, xi, op, prior, data, int(xi.size), abs_rho, family)
+    weakest = mbar.weakest_overlap(mbar.overlap(res, u_kn))
+    return Recombined(res, u_kn, xi, op, prior, data, int(xi.size), abs_rho, family, weakest)
 
 
 def _observable(rec: Recombined, name: str) -> np.ndarray:
