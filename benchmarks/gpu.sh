@@ -8,7 +8,9 @@
 # matplotlib, but no blackjax (docs/benchmarks.md): its wheel (pure Python) is installed from
 # .whl/ into /tmp/site without network, and copyjax is used from the working tree (PYTHONPATH).
 # Prints chain-steps/s at 10^3, 10^4 and 10^5 chains for the exact-posterior path and SGLD
-# (benchmarks/gpu_check.py), then one phase-diagram point at L = 64, V = 32 inside the softmax
+# (benchmarks/gpu_check.py), the roofline of the hot kernels at the same numbers of chains
+# (benchmarks/roofline.py: fractions of the GPU's measured matmul FLOP/s and bandwidth), then
+# one phase-diagram point at L = 64, V = 32 inside the softmax
 # coexistence window with 1024 exact chains. Exits 0 with a message when JAX sees no GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +37,11 @@ t0=$SECONDS
 log=${OUT:-$(mktemp -d)}  # the device tool brings $OUT back
 timeout 300 python3 benchmarks/gpu_check.py --chains 1000 10000 100000 --steps 20 --block 4096 2>&1 | tee "$log/gpu_check.log" || echo "gpu_check.py: exit $?"
 echo "throughput: $((SECONDS - t0)) s"
+t1=$SECONDS
+# the roofline: each kernel as a fraction of this GPU's measured matmul FLOP/s and bandwidth
+timeout 150 python3 benchmarks/roofline.py --chains 1000 10000 100000 --matmul-n 8192 --stream-mib 2048 \
+  --out "$log/roofline" 2>&1 | tee "$log/roofline.log" || echo "roofline.py: exit $?"
+echo "roofline: $((SECONDS - t1)) s"
 t1=$SECONDS
 out=$(mktemp -d)
 timeout $((450 - (SECONDS - t0))) python3 scripts/phase_diagram.py --L 64 --V 32 --activation softmax --P 5095 \

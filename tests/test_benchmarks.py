@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -25,6 +27,30 @@ def test_gpu_check_runs_at_a_tiny_size():
     assert r.returncode == 0, r.stderr[-2000:]
     row = [ln for ln in r.stdout.splitlines() if ln.startswith("| 4 |")]
     assert len(row) == 1 and "failed" not in row[0], r.stdout
+
+
+def test_roofline_runs_at_a_tiny_size_and_its_fractions_follow_from_its_counts(tmp_path):
+    """benchmarks/roofline.py at L = 4, V = 3 (what gpu.sh runs on a GPU): every kernel at 4
+    chains, the JSON's fractions recomputed from its own counts, rates and limits
+    (FLOP/s = FLOP per chain-step x chain-steps/s; the bound from the intensity against the
+    balance), and the figure written."""
+    import json
+
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "roofline.py"), "--L", "4", "--V", "3",
+                        "--P", "32", "--chains", "4", "--matmul-n", "128", "--stream-mib", "4", "--repeat", "1",
+                        "--out", str(tmp_path)], capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads((tmp_path / "roofline.json").read_text())
+    assert {row["kernel"] for row in res["rows"]} == {"action", "mala", "umbrella", "sgld", "sgld_mb"}
+    lim = res["limits"]
+    for row in res["rows"]:
+        assert row["flops_per_chain_step"] > 0 and row["bytes_per_chain_step"] > 0, row
+        fs = row["flops_per_chain_step"] * row["chain_steps_per_s"]
+        assert fs == pytest.approx(row["flops_per_s"], rel=1e-9)
+        assert row["frac_matmul"] == pytest.approx(fs / lim["matmul_flops"], rel=1e-9)
+        assert row["bound"] == ("compute" if row["intensity"] >= res["balance"] else "memory")
+    assert (tmp_path / "roofline.png").stat().st_size > 0
 
 
 BENCHMARKS = sorted(p.name for p in Path(ROOT, "benchmarks").glob("*.py") if not p.name.startswith("_"))
