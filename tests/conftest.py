@@ -41,10 +41,13 @@ def one_device():
 # order; by default it orders them by their number of tests, which put test_free_energy.py (9
 # tests, 263 s at 8b582d1, docs/testing.md) late, on one worker, alone. With
 # --no-loadscope-reorder (pyproject's addopts) the order is this collection order, longest
-# first (the classic fix). Stable: the tests keep their order within a file.
-_HEAVY_FIRST = ("test_scripts.py", "test_free_energy.py", "test_phase_diagram.py", "test_bench.py",
-                "test_op_posterior.py", "test_masks.py", "test_bench_phases.py", "test_samplers.py",
-                "test_exact_posterior.py", "test_published_numbers.py")
+# first (the classic fix). Stable: the tests keep their order within a file. The order is by
+# the files' time in the default tier (the slow tier's heaviest, free energy, bench, scripts
+# and the main job, lead as well; test times measured at ca84190, docs/testing.md).
+_HEAVY_FIRST = ("test_scripts.py", "test_free_energy.py", "test_bench.py", "test_phase_diagram.py",
+                "test_multihost.py", "test_tokens.py", "test_samplers.py", "test_llc.py", "test_theory.py",
+                "test_published_numbers.py", "test_action.py", "test_exact_posterior.py", "test_chains.py",
+                "test_masks.py", "test_minibatch.py", "test_op_posterior.py", "test_bench_phases.py")
 
 
 def pytest_collection_modifyitems(config, items):

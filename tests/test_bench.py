@@ -47,6 +47,7 @@ def report(tmp_path_factory):
     return d, json.loads((d / "out" / "report.json").read_text()), r.stdout
 
 
+@pytest.mark.slow
 def test_mala_by_import_path_agrees_and_broken_samplers_do_not(report):
     d, rep, _ = report
     rows = {r["sampler"]: r for r in rep["rows"]}
@@ -99,6 +100,7 @@ def test_sghmc_and_sgnht_adapters_move_on_the_step_axis():
     assert S.grads_per_step(S.SAMPLERS["mala"]) == 1
 
 
+@pytest.mark.slow
 def test_a_rerun_reuses_the_rows_and_the_cached_reference(report):
     d, rep, _ = report
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
@@ -118,6 +120,7 @@ def _bench(d, *args, timeout=600):
     return subprocess.run(cmd, cwd=d, capture_output=True, text=True, timeout=timeout, env=env)
 
 
+@pytest.mark.slow
 def test_a_row_is_reused_only_for_the_same_run_and_another_task_is_refused(report):
     """Rows are keyed to the task, the sampler (an import path's source by digest), every run
     setting and the reference's: another --thin or --seed recomputes the row; another data seed
@@ -133,6 +136,7 @@ def test_a_row_is_reused_only_for_the_same_run_and_another_task_is_refused(repor
     assert keys == {0, 1}
 
 
+@pytest.mark.slow
 def test_short_runs_are_inconclusive_and_a_hot_sampler_never_agrees(report, tmp_path):
     """60 steps of 4 chains of blackjax's MALA (12 draws a chain at thin 5): inconclusive, its
     ESS named; hot Langevin (MALA on p^0.5, temperature 2) is inconclusive on that budget and
@@ -162,6 +166,7 @@ def test_bad_samplers_and_options_are_refused(tmp_path):
     assert r.returncode == 2 and "--samplers" in r.stderr.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_the_reference_is_the_exact_posterior(tmp_path):
     """The cached reference (adaptive MALA on the G-marginal, W integrated out) against a
     sampler of another family on another density: blackjax NUTS (window adaptation) on the
@@ -200,6 +205,7 @@ def test_the_reference_is_the_exact_posterior(tmp_path):
     assert ref.W.shape == (16, 3, 3) and ref.G.shape == (16, 4, 4)
 
 
+@pytest.mark.slow
 def test_nuts_and_mclmc_from_the_registry_sample_a_gaussian():
     """blackjax's NUTS and MCLMC (tuned by blackjax's ``mclmc_find_L_and_step_size`` in each
     chain's init) through the registry and the chain driver, on the Gaussian {W: sd 1, G: sd
@@ -238,6 +244,7 @@ def small_ref(tmp_path_factory):
                            cache_dir=str(tmp_path_factory.mktemp("small_ref")))
 
 
+@pytest.mark.slow
 def test_an_equal_wall_budget_sets_the_steps(small_ref):
     """``budget_seconds`` sets a run's steps from its timed pilots: 16 x the budget gives more
     than 4 x the steps (about 16 x: the pilots' timing noise is far below a factor 4), a
@@ -258,6 +265,7 @@ def test_an_equal_wall_budget_sets_the_steps(small_ref):
         steps_for_budget(ref, mala, 2e-3, 0.0, n_chains=8)
 
 
+@pytest.mark.slow
 def test_the_budget_pilots_run_a_samplers_init_once(small_ref):
     """A sampler that tunes in ``init`` (MCLMC) is tuned once by ``steps_for_budget``: the
     timed pilots continue from the compiling run's states. Counted by a callback in ``init``
@@ -289,6 +297,7 @@ def test_the_budget_pilots_run_a_samplers_init_once(small_ref):
     assert len(calls) > 0 and in_budget == len(calls), (in_budget, len(calls))
 
 
+@pytest.mark.slow
 def test_the_leaderboard_command_rewrites_only_its_section(tmp_path):
     """scripts/leaderboard.py on one small task (L = 4, V = 3, softmax below the transition,
     MALA at 4 eps0, 0.5 s of sampling per run): the generated section replaces the old one
@@ -366,6 +375,7 @@ def test_the_leaderboard_section_lists_pending_and_refused_tasks_and_keeps_other
         sys.path.pop(0)
 
 
+@pytest.mark.slow
 def test_minibatch_samplers_get_an_unbiased_gradient_estimate(small_ref):
     """A minibatch sampler ``build(logdensity_fn, grad_estimator, step_size)`` (three required
     arguments) gets copyjax's estimator on ``batch_size`` sequences: its mean over 4000 keys is

@@ -78,6 +78,7 @@ def test_phase_scores_catch_a_sampler_that_never_finds_the_copy_phase():
     assert within_phases({"two_phase": False}) is None
 
 
+@pytest.mark.slow
 def test_two_phase_reference_and_scores_end_to_end(tmp_path):
     """``scripts/bench_samplers.py --phase-weights`` at L = 4, V = 3, softmax, P = 35, where the
     exact chains cross between the phases (copy mass about 0.35-0.4): the mixture reference (MBAR

@@ -29,6 +29,7 @@ def test_gpu_check_runs_at_a_tiny_size():
     assert len(row) == 1 and "failed" not in row[0], r.stdout
 
 
+@pytest.mark.slow
 def test_roofline_runs_at_a_tiny_size_and_its_fractions_follow_from_its_counts(tmp_path):
     """benchmarks/roofline.py at L = 4, V = 3 (what gpu.sh runs on a GPU): every kernel at 4
     chains, the JSON's fractions recomputed from its own counts, rates and limits

@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "benchmarks", "lapack_hang.py")
 
@@ -32,6 +34,7 @@ def test_lapack_repro_64_chains_finishes():
     assert "repro: 64 chains" in out
 
 
+@pytest.mark.slow
 def test_samplers_64_chains_in_one_block_finish():
     out = _run(["64", "--samplers"], timeout=400)
     assert "sample_exact_posterior: 64 chains" in out and "sample_umbrella: 64 chains" in out

@@ -54,6 +54,7 @@ def test_density_and_observer_are_the_same_on_integer_counts(counts, activation)
 
 
 @pytest.mark.parametrize("activation,mask", [("softmax", "full"), ("softmax", "causal")])
+@pytest.mark.slow
 def test_exact_posterior_draws_are_the_same_on_integer_counts(counts, activation, mask, one_device):
     C, Cf = counts
     h = cj.default_hyper(activation, L)
@@ -64,6 +65,7 @@ def test_exact_posterior_draws_are_the_same_on_integer_counts(counts, activation
     assert a.cG.mean == b.cG.mean and a.loss.mean == b.loss.mean
 
 
+@pytest.mark.slow
 def test_umbrella_llc_laplace_and_network_chains_are_the_same_on_integer_counts(counts, one_device):
     C, Cf = counts
     h = cj.default_hyper("softmax", L)
@@ -89,6 +91,7 @@ def _readme_blocks():
     return re.findall(r"```python\n(.*?)```", text, re.S)
 
 
+@pytest.mark.slow
 def test_readme_exact_posterior_example_prints_the_same_a_G_on_integer_and_float_counts(capsys):
     # the README's first block (it builds C with sufficient_stats: int32) and its exact-posterior
     # block, run as written, then again with C as float64; the printed a_G is the README's

@@ -79,6 +79,7 @@ def test_nested_rhat():
 
 
 @pytest.mark.parametrize("act", ["softmax", "linear"])
+@pytest.mark.slow
 def test_exact_sampler_matches_fixed_step_mala(act, one_device):
     # small problem where plain MALA mixes: the adaptive sampler (Adam warm-up, per-chain
     # steps, two start families) must give the same a_G / |c_G| mean within 4 combined MCSE,

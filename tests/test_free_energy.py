@@ -69,6 +69,7 @@ def test_bad_arguments_are_value_errors():
         FE.sample_umbrella(k, stats, h, "softmax", [0.0], kappa=10.0, num_steps=50, temps=(-1.0,))
 
 
+@pytest.mark.slow
 def test_umbrella_mean_equals_plain_chains_where_they_mix(one_device):
     """At L = 6, V = 4, P = 120 (one minimum; plain exact chains mix), the posterior mean of a_G
     recombined from 12 biased windows equals the mean of 16 unbiased adaptive-MALA chains
@@ -131,6 +132,7 @@ def test_mean_coordinate_and_its_starts():
                            coordinate="rho")
 
 
+@pytest.mark.slow
 def test_linear_umbrella_on_rho_gives_the_plain_chains_moments(one_device):
     """Linear attention, L = 6, V = 4, P = 150 (above the onset; plain chains mix): windows on
     rho = c_1 + c_G recombined by MBAR give the posterior mean and variance of |rho| of 16
@@ -160,6 +162,7 @@ def test_linear_umbrella_on_rho_gives_the_plain_chains_moments(one_device):
     assert pr.weights.sum() == pytest.approx(1.0, abs=1e-9)
 
 
+@pytest.mark.slow
 def test_two_phase_window_at_L20_against_plain_chains_and_the_theory(one_device):
     """Inside a two-phase window at a size where plain chains still cross the barrier:
     softmax, L = 20, V = 32, P = 1742 (the theory's posterior-form equal-mass point), data
@@ -219,6 +222,7 @@ def test_two_phase_window_at_L20_against_plain_chains_and_the_theory(one_device)
         assert (np.abs(bad.F - Ft)[ok] - 4 * bad.F_sd[ok] - 0.5).max() > 0, wrong
 
 
+@pytest.mark.slow
 def test_scan_reweights_across_P_to_the_plain_chains_on_scaled_counts(one_device):
     """softmax_scan on the data of P0 = 120 sequences (L = 6, V = 4: one minimum, plain chains
     mix) gives, at a P between its sampled tempers, the posterior mean of a_G that plain exact

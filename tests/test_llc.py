@@ -46,6 +46,7 @@ def test_w_block_is_the_regular_models_d_over_2(problem):
     assert float(llc.regular_w_llc(G, st, W + 0.1, 1e6, 1.0, "softmax")) < 0
 
 
+@pytest.mark.slow
 def test_exact_llc_equals_nuts_on_the_joint_posterior(problem, exact):
     """L = 4, V = 3, P = 200, softmax, w* = (least-squares W at a copy pattern, the pattern),
     nbeta = P / log P, gamma = 1: lambda_hat from copyjax.llc (G by adaptive MALA on the

@@ -150,6 +150,7 @@ def test_causal_map_reaches_a_stationary_point():
     assert float(jnp.max(jnp.abs(g))) < 1e-5
 
 
+@pytest.mark.slow
 def test_causal_posterior_sampler_matches_nuts_on_the_same_density():
     """``sample_exact_posterior(mask="causal")`` (adaptive MALA on the causal marginal, chains
     from prior and copy starts) against blackjax NUTS (window adaptation) on the same
@@ -215,6 +216,7 @@ def test_causal_copy_coordinate_and_starts():
         FE.sample_umbrella(jax.random.key(1), stats, h, "softmax", [0.0], kappa=10.0, num_steps=50, mask="upper")
 
 
+@pytest.mark.slow
 def test_causal_umbrella_gives_the_plain_causal_chains_moments(one_device):
     """Causal mask, L = 6, V = 4, P = 200 (one minimum, a_G ~ 0.65; plain chains mix): umbrella
     windows on the causal copy logit, recombined by MBAR, give the posterior mean and variance

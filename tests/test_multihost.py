@@ -68,6 +68,7 @@ def _launch(tmp_path, what: str, n: int):
 
 
 @pytest.mark.parametrize("what", ["driver", "exact"])
+@pytest.mark.slow
 def test_two_processes_give_one_process_draws_bit_for_bit(tmp_path, what):
     one = _launch(tmp_path, what, 1)[0]
     two = _launch(tmp_path, what, 2)
@@ -100,6 +101,7 @@ def _main_job(tmp_path, out, n, port=None, pid=0):
     return subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 def test_the_main_job_in_two_processes_writes_what_one_process_writes(tmp_path):
     """``phase_diagram.py --quick`` (softmax, 2 points) with --coordinator-address / --num-processes
     / --process-id: its summary.csv (every column but the wall times) and results.npz equal the

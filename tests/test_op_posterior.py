@@ -17,6 +17,7 @@ def _sign_fixed(G):
     return {"c1": s * c1, "cG": s * cG}
 
 
+@pytest.mark.slow
 def test_linear_op_sampler_matches_mala_on_G_at_expected_stats():
     # The 4-d linear density is exact at the expected statistics for any L, so NUTS in
     # (c_1, c_G, log t_row, log t_bulk) must reproduce MALA on all L^2 entries of G with
@@ -37,6 +38,7 @@ def test_linear_op_sampler_matches_mala_on_G_at_expected_stats():
     assert op.weights.tolist() == [1.0] and op.divergent.sum() == 0
 
 
+@pytest.mark.slow
 def test_softmax_op_sampler_matches_quadrature_of_its_density():
     # In 2-d the density exp(-softmax_posterior_action(m)) can be integrated on a grid:
     # the NUTS mean and variance of a_G must match the quadrature within Monte Carlo error.

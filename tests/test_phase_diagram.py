@@ -38,6 +38,7 @@ def first_run(tmp_path_factory):
     return out, r
 
 
+@pytest.mark.slow
 def test_end_to_end_writes_results_and_plots(first_run):
     out, r = first_run
     for name in ("results.json", "results.npz", "summary.csv", "config.json",
@@ -73,6 +74,7 @@ def test_end_to_end_writes_results_and_plots(first_run):
         assert abs(float(rows[0]["exact_cG"]) - p["exact"]["cG"]["mean"]) < 1e-12
 
 
+@pytest.mark.slow
 def test_resume_after_interruption_gives_identical_results(first_run):
     out, _ = first_run
     before = json.loads(Path(os.path.join(out, "results.json")).read_text())
@@ -85,6 +87,7 @@ def test_resume_after_interruption_gives_identical_results(first_run):
     assert strip(after["points"]) == strip(before["points"])
 
 
+@pytest.mark.slow
 def test_mismatched_out_is_refused(first_run):
     out, _ = first_run
     r = run(TINY + ["--activation", "softmax", "--out", out, "--seed", "3"])
@@ -134,6 +137,7 @@ def test_unwritable_out(tmp_path):
     assert_cli_error(r, "--out")
 
 
+@pytest.mark.slow
 def test_free_energy_weighs_the_phases_where_the_start_families_disagree(monkeypatch):
     """With cfg["free_energy"], a softmax point whose exact start families disagree gets the
     umbrella + MBAR estimate on the same data, in the summary, the CSV row and the report line
@@ -168,6 +172,7 @@ def test_free_energy_weighs_the_phases_where_the_start_families_disagree(monkeyp
     assert "start families disagree" in line  # the branches stay, as detail
 
 
+@pytest.mark.slow
 def test_the_main_job_takes_a_token_law(tmp_path):
     """--tokens zipf:1: the data, the theory lines and the points are those of the law (the law in
     config.json and the report line; the theory's P grid marks move), at one tiny point."""
@@ -187,6 +192,7 @@ def test_the_main_job_takes_a_token_law(tmp_path):
     assert np.max(np.abs(zipf - np.asarray(cj.theory_curve(P, 4, 3, "softmax", form="map")["cG"]))) > 1e-3
 
 
+@pytest.mark.slow
 def test_the_main_job_takes_the_causal_mask(tmp_path):
     """--mask causal: every method of the point runs on the causal model (the exact posterior,
     SGLD and Adam on the causal network; no reduced theory and no NUTS in its order-parameter

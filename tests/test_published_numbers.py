@@ -40,6 +40,7 @@ def test_linear_posterior_form_table(L, V):
     assert near(lin.P_onset, P1) and near(lin.P_cross, Px), lin
 
 
+@pytest.mark.slow
 def test_softmax_posterior_form_at_64_32_and_the_readme_comments():
     """The README: ``cj.transition_points(64, 32, "softmax", form="posterior").P_star  # 4225``
     and ``cj.minima(5000, 64, 32, "softmax", form="posterior")  # two minima (a_G 0.002,

@@ -42,6 +42,7 @@ def test_sgld_bias_on_gaussian_is_first_order_in_step_size():
     assert 0.85 < order < 1.15, order
 
 
+@pytest.mark.slow
 def test_sgld_on_network_matches_exact_marginal(one_device):
     # SGLD on (W, G) must reproduce the posterior of the copy order parameter that MALA gives on
     # exp(-S_P(G)) (W integrated out exactly). P = 200 at L = 4, V = 3: the data dominate (exact

@@ -88,6 +88,7 @@ def test_bad_arguments_exit_2(script, args, word, tmp_path):
     ("softmax", {"P_star", "P_star_err", "theory_P_star", "barrier_at_P_star", "per_seed", "points"}),
     ("linear", {"theory_P_onset", "theory_P_cross", "per_seed", "points"}),
 ])
+@pytest.mark.slow
 def test_free_energy_script_end_to_end_and_resume(act, keys, tmp_path):
     """scripts/free_energy.py at L = 4, V = 3: summary.json with the documented keys, the
     figure, and a second run that reuses every saved point (no new sampling)."""
@@ -108,6 +109,7 @@ def test_free_energy_script_end_to_end_and_resume(act, keys, tmp_path):
     assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "points").iterdir()} == before
 
 
+@pytest.mark.slow
 def test_free_energy_scan_script_end_to_end_and_resume(tmp_path):
     """scripts/free_energy.py --scan at L = 4, V = 3: one tempered run, summary.json with the
     per-P keys plus method "scan", n_umbrella_runs 1 and seconds, the log-odds across the scan,
@@ -191,6 +193,7 @@ def test_token_laws_table_and_figure(tmp_path):
                      "nothing at L=9")
 
 
+@pytest.mark.slow
 def test_causal_script_end_to_end(tmp_path):
     """scripts/causal.py at L = 6, V = 3: the table, causal_map.json (per-row a_G from both
     starts, the global one; with --exact-chains the exact posterior's per P) and the figure; a
@@ -210,6 +213,7 @@ def test_causal_script_end_to_end(tmp_path):
     assert_cli_error(run("causal.py", ["--P", "10", "--exact-chains", "1", "--out", str(tmp_path)]), "--exact-chains")
 
 
+@pytest.mark.slow
 def test_causal_script_linear(tmp_path):
     """scripts/causal.py --activation linear at L = 6, V = 3: the onset of the causal MAP form
     beside the full mask's, the exact posterior's |c_G| and c_1, in causal_map.json."""
@@ -223,6 +227,7 @@ def test_causal_script_linear(tmp_path):
     assert all({"mean", "c1", "by_start"} <= set(row["exact"]) for row in out["rows"])
 
 
+@pytest.mark.slow
 def test_compile_cache_second_run_compiles_nothing_new(tmp_path):
     """The scripts enable JAX's persistent compilation cache: a first run fills it, a second
     run of the same shapes (into a fresh --out) adds no entry, i.e. loads every compiled
@@ -251,6 +256,7 @@ def test_compile_cache_second_run_compiles_nothing_new(tmp_path):
 # JSON, while its tests checked only bad arguments). Tiny sizes; outputs read back.
 
 
+@pytest.mark.slow
 def test_transitions_script_end_to_end(tmp_path):
     out = tmp_path / "tp.json"
     r = run("transitions.py", ["--LV", "8,4", "16,8", "--forms", "map", "--json", str(out)])
@@ -279,6 +285,7 @@ def test_transitions_script_end_to_end(tmp_path):
     assert r.returncode == 2 and "holds tokens zipf:1, not --tokens uniform" in r.stderr
 
 
+@pytest.mark.slow
 def test_free_energy_script_takes_a_token_law(tmp_path):
     """--tokens markov:Q: the data of that law (other log-odds than uniform data of the same
     seed), the law in the config (so uniform points are not reused for it) and in summary.json;
@@ -319,6 +326,7 @@ def test_scaling_script_end_to_end(tmp_path):
     assert (tmp_path / "sc" / "scaling.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_validate_theory_script_end_to_end(tmp_path):
     r = run("validate_theory.py", ["--LV", "4,3", "--activation", "linear", "--n-P", "1", "--chains", "4",
                                    "--steps", "60", "--thin", "2", "--op-chains", "2", "--out", str(tmp_path)])
@@ -331,6 +339,7 @@ def test_validate_theory_script_end_to_end(tmp_path):
     assert "| 4 | 3 | linear |" in r.stdout
 
 
+@pytest.mark.slow
 def test_theory_figures_script_end_to_end_and_replot(tmp_path):
     out = tmp_path / "tf"
     r = run("theory_figures.py", ["--L", "4", "--V", "3", "--n-P", "3", "--chains", "2", "--draws", "10",
@@ -349,6 +358,7 @@ def test_theory_figures_script_end_to_end_and_replot(tmp_path):
     assert {p.name for p in out.glob("*.png")} == pngs
 
 
+@pytest.mark.slow
 def test_llc_script_end_to_end_resume_and_a_row_recomputed(tmp_path):
     """scripts/llc.py at a tiny size writes llc.json with the documented fields and one
     inputs_<i>.npz per row; a rerun reuses every row; a row recomputed from its npz alone

@@ -9,6 +9,7 @@ from copyjax import network as N
 from copyjax import training as T
 
 
+@pytest.mark.slow
 def test_adam_ensemble_reaches_a_maximum_and_filter_works():
     L, V, P, act = 6, 3, 200, "softmax"
     h = cj.default_hyper(act, L)

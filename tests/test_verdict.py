@@ -110,6 +110,7 @@ def test_the_sd_error_does_not_grow_with_overdispersion():
     assert v == "disagrees" and "sd ratio 1.200" in why
 
 
+@pytest.mark.slow
 def test_the_reference_gate_follows_posteriordb():
     rng = np.random.default_rng(0)
     iid = rng.normal(size=(16, 400))
