@@ -89,31 +89,39 @@ def _kernels(L, V, P, batch):
     params = lambda n: jax.vmap(lambda k: N.init_params(k, L, V, h))(jax.random.split(jax.random.key(2), n))
     keys = lambda n: jax.random.split(jax.random.key(3), n)
 
+    # the statistics enter every kernel as an argument, never closed over: a jitted, vmapped
+    # step that closes over a concrete C embeds it as a constant, and XLA's constant folding
+    # then held a copy per chain (MALA at L = 64, V = 32, 512 chains: 17 GB resident against
+    # 0.49 GB with C as an argument; docs/benchmarks.md, "Roofline")
+    data = {"stats": stats, "tokens": tokens, "step_size": jnp.float32(1e-4)}
+
+    def batched(step):
+        return jax.jit(jax.vmap(step, in_axes=(0, 0, None)))
+
     def action(n):
-        vg = jax.vmap(jax.value_and_grad(lambda g: cj.exact_action(g, stats, h, "softmax")))
-        return jax.jit(vg), (G(n),)
+        vg = jax.vmap(jax.value_and_grad(lambda g, C: cj.exact_action(g, C, h, "softmax")), in_axes=(0, None))
+        return jax.jit(vg), (G(n), stats)
 
     def mala(n):
-        alg = S.mala_marginal(stats, h, "softmax", 1e-3)
-        state = jax.vmap(alg.init)(G(n))
-        return jax.jit(jax.vmap(alg.step)), (keys(n), state)
+        alg = lambda C: S.mala_marginal(C, h, "softmax", 1e-3)
+        state = jax.jit(jax.vmap(lambda g, C: alg(C).init(g), in_axes=(0, None)))(G(n), stats)
+        return batched(lambda k, s, C: alg(C).step(k, s)), (keys(n), state, stats)
 
     def umbrella(n):
-        alg = UmbrellaSampler(h, "softmax", 400.0, 100).build({"stats": stats, "step_size": jnp.float32(1e-3)})
+        alg = lambda d: UmbrellaSampler(h, "softmax", 400.0, 100).build({**d, "step_size": jnp.float32(1e-3)})
         pos = (G(n), jnp.linspace(0.0, 3.0, n, dtype=jnp.float32), jnp.ones(n, jnp.float32))
-        state = jax.vmap(alg.init)(pos)
-        return jax.jit(jax.vmap(alg.step)), (keys(n), state)
+        d = {"stats": stats}
+        state = jax.jit(jax.vmap(lambda p, d: alg(d).init(p), in_axes=(0, None)))(pos, d)
+        return batched(lambda k, s, d: alg(d).step(k, s)), (keys(n), state, d)
 
-    def sgld(n):
-        alg = S.NetworkSampler(h, "softmax", "sgld").build({"stats": stats, "step_size": jnp.float32(1e-4)})
-        state = jax.vmap(alg.init)(params(n))
-        return jax.jit(jax.vmap(alg.step)), (keys(n), state)
+    def network(kind_batch):
+        def make(n):
+            alg = lambda d: S.NetworkSampler(h, "softmax", "sgld", *kind_batch).build(d)
+            state = jax.jit(jax.vmap(lambda p, d: alg(d).init(p), in_axes=(0, None)))(params(n), data)
+            return batched(lambda k, s, d: alg(d).step(k, s)), (keys(n), state, data)
+        return make
 
-    def sgld_mb(n):
-        alg = S.NetworkSampler(h, "softmax", "sgld", batch).build(
-            {"stats": stats, "tokens": tokens, "step_size": jnp.float32(1e-4)})
-        state = jax.vmap(alg.init)(params(n))
-        return jax.jit(jax.vmap(alg.step)), (keys(n), state)
+    sgld, sgld_mb = network(()), network((batch,))
 
     return {"action": action, "mala": mala, "umbrella": umbrella, "sgld": sgld, "sgld_mb": sgld_mb}
 
