@@ -5,6 +5,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -58,3 +60,30 @@ def test_readme_quick_start_is_two_commands_and_ci_runs_the_second():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "pip install -q -e '.[test]'" in ci and "python3 -m pytest" in ci
     assert "pip install -q -e ." in ci  # the first command's install, without extras
+
+
+def test_the_roofline_table_quotes_its_json():
+    """docs/benchmarks.md's roofline table (chain-steps/s and % of the matmul at 256 / 1024 /
+    4096 chains, MFLOP per chain-step, the machine's limits) is the saved run's JSON next to its
+    figure, rounded as printed: a rerun that changes the JSON without the page fails here."""
+    import json
+    import re
+
+    res = json.loads((ROOT / "docs" / "figures" / "roofline_cpu_L64_V32.json").read_text())
+    page = (ROOT / "docs" / "benchmarks.md").read_text().split("## Roofline", 1)[1].split("\n## ", 1)[0]
+    names = {"exact action": "action", "MALA step": "mala", "umbrella window": "umbrella",
+             "network SGLD, full": "sgld", "network SGLD, mini": "sgld_mb"}
+    rows = [ln for ln in page.splitlines() if ln.startswith("| ") and "chain-steps" not in ln and "---" not in ln]
+    assert len(rows) == len(names)
+    for ln in rows:
+        kernel = next(v for k, v in names.items() if k in ln)
+        by_n = {r["chains"]: r for r in res["rows"] if r["kernel"] == kernel}
+        cells = [c.strip() for c in ln.strip("|").split("|")]
+        assert float(cells[1]) == pytest.approx(by_n[1024]["flops_per_chain_step"] / 1e6, abs=0.05)
+        assert float(re.match(r"[\d.]+", cells[2]).group()) == pytest.approx(by_n[1024]["intensity"], abs=0.05)
+        rates = [int(x) for x in cells[3].split(" / ")]
+        fracs = [int(x) for x in cells[4].split(" / ")]
+        assert rates == [round(by_n[n]["chain_steps_per_s"]) for n in (256, 1024, 4096)], (kernel, rates)
+        assert fracs == [round(100 * by_n[n]["frac_matmul"]) for n in (256, 1024, 4096)], (kernel, fracs)
+    lim = res["limits"]
+    assert f"at {lim['matmul_flops'] / 1e9:.0f} GFLOP/s" in page and f"at {lim['bandwidth'] / 1e9:.1f} GB/s" in page
