@@ -16,9 +16,12 @@ from copyjax.schema import Summary
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _two_phase_draws(rng, n_chains, n_draws, w_copy, copy_mean=1.0, pool_mean=0.0):
-    """Chains that never cross: allocated to the copy phase by ``allocate``, iid within it."""
-    copy = PH.allocate(n_chains, w_copy)
+def _two_phase_draws(rng, n_chains, n_draws, w_copy, copy_mean=1.0, pool_mean=0.0, independent=False):
+    """Chains that never cross, iid within their phase: allocated to the copy phase by
+    ``allocate`` (exactly its share), or, ``independent``, each chain on its own with chance
+    ``w_copy`` (what a correct sampler whose chains never cross does: its weight is binomial,
+    not the reference's by construction)."""
+    copy = rng.random(n_chains) < w_copy if independent else PH.allocate(n_chains, w_copy)
     x = np.where(copy[:, None], rng.normal(copy_mean, 0.1, (n_chains, n_draws)),
                  rng.normal(pool_mean, 0.1, (n_chains, n_draws)))
     return x, copy
@@ -56,14 +59,16 @@ def test_phase_summary_mixture_and_allocation():
 def test_phase_scores_catch_a_sampler_that_never_finds_the_copy_phase():
     """Against an even two-phase reference (copy weight 0.5 +- 0.02): a sampler whose chains
     hold the phases in the right proportion and the right distribution in each passes the
-    weight and the per-phase checks; one whose chains all sit in the pooling phase (prior
+    weight and the per-phase checks (each chain in the copy phase with chance 0.5 on its own,
+    independently of the reference's allocation); one whose chains all sit in the pooling phase (prior
     starts and a barrier it never crosses) has weight z < -4 and no copy-phase draws; one
     biased by 0.05 in the copy phase (5 sd of 0.01) fails within the phases."""
     rng = np.random.default_rng(1)
     ref_parts = (Summary(32, 0, 0.0, 0.2, 2e-3, 1.0, 1.0, 1e4), Summary(32, 0, 1.0, 0.1, 1e-3, 1.0, 1.0, 1e4))
     ph = PH.Phases(0.5, (0.5, 0.5), (0.02, 0.02), 0.0, 0.08, ref_parts, ref_parts)
     row = lambda d: {f"{k}": v for k, v in d.items()} | {"two_phase": True, "nonfinite": 0}
-    good, _ = _two_phase_draws(rng, 64, 300, 0.5)
+    good, in_copy = _two_phase_draws(rng, 64, 300, 0.5, independent=True)
+    assert in_copy.sum() != 32  # not the reference's share by construction (binomial: 28 here)
     d = phase_scores(good, good, ph)
     assert abs(d["phase_weight_z"]) < 4 and within_phases(row(d))
     # under the exact weight the chains are independent draws of their phase: se = sqrt(w (1 - w) / 64)
@@ -72,7 +77,7 @@ def test_phase_scores_catch_a_sampler_that_never_finds_the_copy_phase():
     d = phase_scores(stuck, stuck, ph)
     assert d["phase_weight"] == 0 and d["phase_weight_z"] < -4 and np.isnan(d["bias_z_copy"])
     assert not within_phases(row(d))
-    biased, _ = _two_phase_draws(rng, 64, 300, 0.5, copy_mean=1.05)
+    biased, _ = _two_phase_draws(rng, 64, 300, 0.5, copy_mean=1.05, independent=True)
     d = phase_scores(biased, biased, ph)
     assert abs(d["phase_weight_z"]) < 4 and d["bias_z_copy"] > 4 and not within_phases(row(d))
     assert within_phases({"two_phase": False}) is None
