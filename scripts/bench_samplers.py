@@ -121,8 +121,13 @@ def main(argv=None):
                           progress=not a.no_progress, phases=True if a.phase_weights else None,
                           phase_steps=a.phase_steps, phase_chains=a.phase_chains)
     r = ref.summary_cG
-    print(f"  c_G: mean {r.mean:.4f} +- {r.mcse:.4f}, sd {r.sd:.4f} (R-hat {r.rhat:.3f}, ESS {r.ess:.0f})", flush=True)
-    print(f"  reference gate: {'passed' if ref.gate['ok'] else 'FAILED'}: {ref.gate['reason']}", flush=True)
+    pooled = " pooled over both phases' chains" if ref.phases is not None else ""
+    print(f"  c_G{pooled}: mean {r.mean:.4f} +- {r.mcse:.4f}, sd {r.sd:.4f} (R-hat {r.rhat:.3f}, ESS {r.ess:.0f})",
+          flush=True)
+    g = ref.gate
+    within = " within each phase" if ref.phases is not None else ""
+    print(f"  reference gate: {'passed' if g['ok'] else 'FAILED'}: {g['reason']} (worst{within}: R-hat of c_G "
+          f"{g['rhat']:.3f}, bulk / tail ESS {g['ess_bulk']:.0f} / {g['ess_tail']:.0f})", flush=True)
     if ref.phases is not None:
         ph = ref.phases
         print(f"  two phases (free energy): copy weight {ph.weights[1]:.3f} +- {ph.weights_sd[1]:.3f}; c_G "
