@@ -157,3 +157,32 @@ def test_steps_to_low_bias_is_blackjax_benchmarks_metric():
     in_place = score.steps_to_low_bias(0.5 + 0.1 * rng.normal(size=(64, 300)), ref, thin=10)
     assert in_place < got
     assert score.steps_to_low_bias(np.full((64, 300), 0.8), ref, thin=10) is None
+
+
+def test_the_sd_clause_at_its_boundary_and_its_reason():
+    """The sd test's tolerance is 4 errors of log(ratio): at 3.5 errors a row agrees, at 4.5 it
+    disagrees with the reason stating the log ratio and the tolerance; a collapsed sampler (sd
+    ratio 0) disagrees without taking log(0) (a warning is an error here)."""
+    se = 0.01
+    inside = row(stationary={"sd_ratio": float(np.exp(3.5 * se)), "sd_ratio_se": se})
+    assert score.judge(inside, GATE_OK)[0] == "agrees"
+    outside = row(stationary={"sd_ratio": float(np.exp(-4.5 * se)), "sd_ratio_se": se})
+    v, why = score.judge(outside, GATE_OK)
+    assert v == "disagrees" and "exact starts: sd ratio 0.956 (log -0.045, 4 errors = 0.040)" in why, why
+    v, why = score.judge(row(prior={"sd_ratio": 0.0}), GATE_OK)
+    assert v == "disagrees" and "prior starts: sd ratio 0.000 (log +nan, 4 errors = 0.040)" in why, why
+
+
+def test_judged_carries_the_verdict_and_agrees_with_exact_is_it():
+    for r, want in ((row(), "agrees"), (row(stationary={"bias_z": 9.0}), "disagrees"),
+                    (row(stationary={"ess_bulk": 50.0}), "inconclusive")):
+        j = score.judged(r, GATE_OK)
+        assert j["verdict"] == want and j["agrees_with_exact"] is (want == "agrees"), j
+        assert j["verdict_reason"] == score.judge(r, GATE_OK)[1]
+
+
+def test_within_phases_needs_every_phase_clause_and_finite_chains():
+    assert score.within_phases(row(two_phase=True)) is True
+    assert score.within_phases(row(two_phase=True, stationary={"bias_z_copy": 4.5})) is False
+    assert score.within_phases(row(two_phase=True, stationary={"nonfinite": 2})) is False
+    assert score.within_phases(row()) is None  # one phase: the question does not arise
