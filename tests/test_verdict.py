@@ -186,3 +186,16 @@ def test_within_phases_needs_every_phase_clause_and_finite_chains():
     assert score.within_phases(row(two_phase=True, stationary={"bias_z_copy": 4.5})) is False
     assert score.within_phases(row(two_phase=True, stationary={"nonfinite": 2})) is False
     assert score.within_phases(row()) is None  # one phase: the question does not arise
+
+
+def test_the_tolerances_hold_at_their_bounds():
+    """Exactly 4 errors passes (bias, each phase's bias, the sd's log ratio), R-hat exactly at
+    its maximum fails, and an sd ratio below 1 inside its tolerance passes: the comparisons'
+    directions and strictness (mutants that turned them survived the tests above)."""
+    assert score.judge(row(stationary={"bias_z": 4.0}, prior={"bias_z": -4.0}), GATE_OK)[0] == "agrees"
+    assert score.judge(row(two_phase=True, stationary={"bias_z_copy": 4.0}), GATE_OK)[0] == "agrees"
+    assert score.judge(row(two_phase=True, stationary={"rhat_copy": score.RHAT_MAX}), GATE_OK)[0] == "disagrees"
+    assert score.judge(row(stationary={"sd_ratio": float(np.exp(-0.035)), "sd_ratio_se": 0.01}), GATE_OK)[0] == "agrees"
+    r = float(np.exp(-1.0))
+    assert np.log(r) == -1.0  # |log r| is exactly 4 errors of 0.25
+    assert score.judge(row(stationary={"sd_ratio": r, "sd_ratio_se": 0.25}), GATE_OK)[0] == "agrees"
