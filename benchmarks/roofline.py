@@ -24,11 +24,12 @@ Writes OUT/roofline.json, OUT/roofline.md and OUT/roofline.png.
 import argparse
 import json
 import os
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from _timing import best_time
 
 
 def parser() -> argparse.ArgumentParser:
@@ -46,16 +47,6 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _best(fn, *args, repeat: int) -> float:
-    jax.block_until_ready(fn(*args))
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def _compiled(fn, *args):
     """``fn`` compiled for ``args`` once, with XLA's (flops, bytes accessed) of it."""
     c = fn.lower(*args).compile()
@@ -68,11 +59,11 @@ def device_limits(n: int, stream_mib: int, repeat: int) -> dict:
     """Matmul FLOP/s (2 n^3 per product) and streaming bandwidth (x + 1: 8 bytes per element)."""
     a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
     mm = jax.jit(lambda a: a @ a)
-    t = _best(mm, a, repeat=repeat)
+    t = best_time(mm, a, repeat=repeat)[1]
     m = stream_mib * 2**20 // 4
     x = jnp.zeros(m, jnp.float32)
     add = jax.jit(lambda x: x + 1.0)
-    ts = _best(add, x, repeat=repeat)
+    ts = best_time(add, x, repeat=repeat)[1]
     return {"matmul_flops": 2 * n**3 / t, "bandwidth": 8 * m / ts, "matmul_n": n, "stream_mib": stream_mib}
 
 
@@ -147,7 +138,7 @@ def main(argv=None):
         for n in a.chains:
             fn, args = kernels[name](n)
             compiled, flops, nbytes = _compiled(fn, *args)
-            t = _best(compiled, *args, repeat=a.repeat)
+            t = best_time(compiled, *args, repeat=a.repeat)[1]
             rate = n / t
             fs, bs = flops / t, nbytes / t
             intensity = flops / nbytes
