@@ -90,6 +90,9 @@ def test_clear_failures_disagree_whatever_the_ess():
     assert v == "disagrees" and "non-finite" in why
     v, why = score.judge(row(prior=thin | {"moved": 0}), GATE_OK)
     assert v == "disagrees" and "no chain moved" in why
+    # SGHMC at 4 eps0 inside at L = 32: finite draws, the loss at 3.6e+166, its error and z NaN
+    v, why = score.judge(row(stationary=thin | {"loss_bias": 3.6e166, "loss_bias_z": float("nan")}), GATE_OK)
+    assert v == "disagrees" and "diverging" in why and "3.6e+166" in why
 
 
 def test_a_reference_that_fails_its_gate_makes_every_verdict_inconclusive():

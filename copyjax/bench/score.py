@@ -24,7 +24,8 @@ can be judged again) is three-valued, with its reason:
   (``task.reference_gate``: R-hat < 1.01, bulk and tail ESS >= 400), or a run's bulk or tail
   ESS of c_G or of the loss is below ``ESS_MIN`` (400, Vehtari et al. 2021) and no clear
   failure was seen;
-* ``disagrees`` on a clear failure whatever the ESS (non-finite draws, no chain moving), or
+* ``disagrees`` on a clear failure whatever the ESS (non-finite draws, moments that overflow,
+  no chain moving), or
   with enough ESS a failed clause of ``CLAUSES``: |bias_z| <= 4, |log sd_ratio| <= 4
   ``sd_ratio_se`` and |loss_bias_z| <= 4 in both runs (the loss is where a biased W shows:
   SGLD's O(eps) excess variance in the stiff W directions), R-hat < 1.1 in the stationary run,
@@ -461,11 +462,16 @@ CLAUSES = {
 
 
 def _clear_failures(row: dict) -> list[str]:
-    """Failures no ESS can excuse: non-finite chains, no chain moving."""
+    """Failures no ESS can excuse: non-finite chains, moments that overflow (chains diverging
+    to values still finite in float64: their error, and so their z, is not finite), no chain
+    moving."""
     out = []
     for p, run in RUNS:
         if row[p + "nonfinite"]:
             out.append(f"{run}: {row[p + 'nonfinite']} non-finite chains")
+        elif not (np.isfinite(row[p + "bias_z"]) and np.isfinite(row[p + "loss_bias_z"])):
+            out.append(f"{run}: diverging chains (the moments overflow: bias of c_G {row[p + 'bias']:.3g}, "
+                       f"of the loss {row[p + 'loss_bias']:.3g})")
         elif row.get(p + "moved", -1) == 0:
             out.append(f"{run}: no chain moved")
     return out
