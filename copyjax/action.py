@@ -84,8 +84,9 @@ def exact_action(G: jax.Array, stats: jax.Array, hyper, activation: str, mask="f
     mask = masks.get(mask)
     mask.check(activation)
     L = check_square("G", G)
-    if jnp.ndim(G) != 2:
-        raise ValueError(f"G must have shape (L, L), got {jnp.shape(G)}; vmap for batches")
+    if jnp.shape(G) != mask.param_shape(L):
+        raise ValueError(f"G must have shape {mask.param_shape(L)} (mask {mask.spec!r}), got {jnp.shape(G)}; "
+                         "vmap for batches")
     check_stats(stats, L)
     G = jnp.asarray(G)
     G = G.astype(_float_dtype(G))

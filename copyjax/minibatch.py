@@ -24,7 +24,7 @@ import jax.numpy as jnp
 
 from copyjax import masks
 from copyjax._checks import check_size
-from copyjax.data import compute_dtype, copy_targets, sufficient_stats
+from copyjax.data import compute_dtype, sufficient_stats
 
 
 def batch_loglik(params, tokens: jax.Array, hyper, activation: str, mask="full") -> jax.Array:
@@ -40,7 +40,7 @@ def batch_loglik(params, tokens: jax.Array, hyper, activation: str, mask="full")
     t = tokens.T  # (L, B): position-major, so the gathered columns form one (L, B V) operand
     cols = W.T.astype(A.dtype)[t]  # (L, B, V): cols[m, b] = W[:, t_bm]
     F = (A @ cols.reshape(L, B * V)).reshape(L, B, V)  # F[l, b] = f_l of sequence b
-    y = copy_targets(tokens).T  # (L, B)
+    y = mask.targets(tokens).T  # (L, B)
     rows = mask.row_weights(L)
     if rows is not None:  # the loss rows only
         F = F * rows.astype(F.dtype)[:, None, None]

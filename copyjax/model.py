@@ -119,14 +119,16 @@ def _contract_bwd(res, d):
 _contract.defvjp(_contract_fwd, _contract_bwd)
 
 
-def stats_contractions(A: jax.Array, stats: jax.Array):
-    """``K = sum_mn (A^T A)_mn C_mn`` and ``B = sum_mn (A^T S)_mn C_mn`` (both ``(V, V)``).
+def stats_contractions(A: jax.Array, stats: jax.Array, target: jax.Array | None = None):
+    """``K = sum_mn (A^T A)_mn C_mn`` and ``B = sum_mn (A^T T)_mn C_mn`` (both ``(V, V)``),
+    ``T: (L, L)`` the ``target`` map (y = T x; default the shift S, y_l = x_{l-1}).
 
     K is the Gram matrix sum h h^T of the pooled features, B = sum h y^T. Cost O(L^2 V^2).
     """
     L = A.shape[-1]
+    T = shift_matrix(L, A.dtype) if target is None else target.astype(A.dtype)
     # One pass over C for both contractions (C is the only O(L^2 V^2) operand).
-    pair = jnp.stack([A.T @ A, A.T @ shift_matrix(L, A.dtype)])
+    pair = jnp.stack([A.T @ A, A.T @ T])
     KB = _contract(pair, stats.astype(A.dtype))
     return KB[0], KB[1]
 

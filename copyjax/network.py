@@ -17,7 +17,7 @@ import jax.scipy.linalg as jsl
 from copyjax import masks
 from copyjax._checks import check_activation, check_size
 from copyjax.action import precision_M
-from copyjax.data import copy_targets, one_hot, stats_size
+from copyjax.data import one_hot, stats_size
 from copyjax.model import log_prior
 from copyjax.order import coverage
 from copyjax.starts import copy_G, prior_G
@@ -30,12 +30,13 @@ class Params(NamedTuple):
     G: jax.Array
 
 
-def init_params(key, L: int, V: int, hyper, dtype=jnp.float32) -> Params:
-    """A draw from the prior: ``W ~ N(0, sigma_w2 / V)``, ``G ~ N(0, sigma_g2)``."""
+def init_params(key, L: int, V: int, hyper, dtype=jnp.float32, mask="full") -> Params:
+    """A draw from the prior: ``W ~ N(0, sigma_w2 / V)``, ``G ~ N(0, sigma_g2)`` of the
+    ``mask``'s ``param_shape`` (``(L, L)``; ``(2, L, L)`` for two layers)."""
     L, V = check_size("L", L, 2), check_size("V", V, 2)
     kw, kg = jax.random.split(key)
     W = jnp.sqrt(hyper.sigma_w2 / V) * jax.random.normal(kw, (V, V), dtype)
-    return Params(W, prior_G(kg, (L, L), hyper, dtype))
+    return Params(W, prior_G(kg, masks.get(mask).param_shape(L), hyper, dtype))
 
 
 def copy_init(key, L: int, V: int, hyper, activation: str, dtype=jnp.float32, mask="full") -> Params:
@@ -80,7 +81,7 @@ def sequence_loglik(params: Params, tokens, hyper, activation: str, mask="full")
     A = mask.attention(params.G, activation)
     x = one_hot(tokens, V, A.dtype)
     f = (A @ x) @ params.W.T
-    y = one_hot(copy_targets(tokens), V, A.dtype)
+    y = one_hot(mask.targets(tokens), V, A.dtype)
     rows = mask.row_weights(L)
     if rows is None:
         return -hyper.beta * jnp.sum((y - f) ** 2) / (2 * L)

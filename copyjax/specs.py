@@ -96,10 +96,56 @@ MASKS = {"full": "copyjax.masks.full:FULL", "causal": "copyjax.masks.causal:CAUS
 MASK_FAMILIES = {"window": ("copyjax.masks.window:Window", "an integer width w >= 1", _width)}
 
 
+class StackSpec(NamedTuple):
+    """The architecture over a mask: ``layers`` attention layers (1 or 2), with the residual
+    stream or without (``residual``), trained on the shift-``shift`` target y_l = x_{l-k}."""
+
+    base: str
+    layers: int = 1
+    residual: bool = True
+    shift: int = 1
+
+    @property
+    def spec(self) -> str:
+        """``base+layers=N+shift=K`` (``+residual=no`` without the residual stream)."""
+        return (f"{self.base}+layers={self.layers}" + ("" if self.residual else "+residual=no")
+                + f"+shift={self.shift}")
+
+
+STACK_FORMS = "MASK+layers=N (N in 1, 2), +shift=K (K >= 1), +residual=yes|no"
+
+
+def _stack_option(key: str, value: str):
+    if key == "layers" and value in ("1", "2"):
+        return int(value)
+    if key == "shift" and value.isdigit() and int(value) >= 1:
+        return int(value)
+    if key == "residual" and value in ("yes", "no"):
+        return value == "yes"
+    raise ValueError(f"mask: option {key}={value!r} not allowed; the forms are {STACK_FORMS}")
+
+
+def stack_spec(spec: str) -> StackSpec:
+    """Parse ``MASK+layers=2+shift=2+residual=no`` (each option optional, any order): the
+    base mask checked by ``mask_spec``; ``ValueError`` naming ``mask`` and the forms."""
+    base, *opts = [p.strip() for p in spec.split("+")]
+    mask_spec(base)
+    kw = {}
+    for o in opts:
+        key, sep, value = o.partition("=")
+        if not sep or key not in ("layers", "shift", "residual") or key in kw:
+            raise ValueError(f"mask: option {o!r} not allowed; the forms are {STACK_FORMS}")
+        kw[key] = _stack_option(key, value)
+    return StackSpec(base, **kw)
+
+
 def mask_spec(spec: str) -> tuple[str, object]:
-    """``(name, param)`` of a mask spec: a name of ``MASKS`` (param None) or
-    ``family:param`` of ``MASK_FAMILIES`` (param checked and converted); ``ValueError``
-    naming ``mask`` and the choices otherwise."""
+    """``(name, param)`` of a mask spec: a name of ``MASKS`` (param None),
+    ``family:param`` of ``MASK_FAMILIES`` (param checked and converted), or a mask with an
+    architecture over it, ``MASK+layers=N+shift=K`` (name ``"stack"``, param a ``StackSpec``);
+    ``ValueError`` naming ``mask`` and the choices otherwise."""
+    if isinstance(spec, str) and "+" in spec:
+        return "stack", stack_spec(spec)
     if isinstance(spec, str):
         s = spec.strip()
         if s in MASKS:
@@ -108,7 +154,8 @@ def mask_spec(spec: str) -> tuple[str, object]:
         if sep and name in MASK_FAMILIES:
             return name, MASK_FAMILIES[name][2](param)
     raise ValueError(f"mask must be one of {', '.join(MASKS)} or "
-                     f"{', '.join(f'{k}:PARAM ({v[1]})' for k, v in MASK_FAMILIES.items())}, got {spec!r}")
+                     f"{', '.join(f'{k}:PARAM ({v[1]})' for k, v in MASK_FAMILIES.items())}, "
+                     f"optionally with {STACK_FORMS[5:]}, got {spec!r}")
 
 
-__all__ = ["mask_spec", "MASK_FAMILIES", "MASKS", "token_law", "TOKEN_FORMS", "TOKEN_LAWS", "TokenLaw", "UNIFORM"]
+__all__ = ["mask_spec", "MASK_FAMILIES", "MASKS", "stack_spec", "STACK_FORMS", "StackSpec", "token_law", "TOKEN_FORMS", "TOKEN_LAWS", "TokenLaw", "UNIFORM"]

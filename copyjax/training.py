@@ -42,7 +42,7 @@ def init_ensemble(key, n_seeds: int, L: int, V: int, hyper, activation: str,
         raise ValueError(f"start must be 'prior' or 'copy', got {start!r}")
     keys = jax.random.split(key, n_seeds)
     if start == "prior":
-        return jax.vmap(lambda k: init_params(k, L, V, hyper, dtype))(keys)
+        return jax.vmap(lambda k: init_params(k, L, V, hyper, dtype, mask))(keys)
     return jax.vmap(lambda k: copy_init(k, L, V, hyper, activation, dtype, mask))(keys)
 
 

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import copyjax as cj
+from _gaussian import gaussian_integral_over_W
 
 
 def setup(P=40, L=5, V=3, seed=0, dtype=jnp.float64):
@@ -46,15 +47,7 @@ def gaussian_integral_action(G, tokens, V, hyper, activation):
     X = np.eye(V)[t]
     h = np.einsum("lm,pmv->plv", A, X).reshape(P * L, V)
     y = np.eye(V)[np.roll(t, 1, axis=1)].reshape(P * L, V)
-    # residual r = y - W h; with w = vec(W) (row-major), (W h)_i = sum_j w[i V + j] h_j
-    Phi = np.kron(np.eye(V), h)  # rows: (i, sample) -> entries w[i V + j] h_j
-    yv = y.T.reshape(-1)
-    beta, sw2 = hyper.beta, hyper.sigma_w2
-    Lam = (V / sw2) * np.eye(V * V) + (beta / L) * Phi.T @ Phi
-    b = (beta / L) * Phi.T @ yv
-    sign, logdet = np.linalg.slogdet(Lam * sw2 / V)
-    assert sign > 0
-    val = 0.5 * logdet - 0.5 * b @ np.linalg.solve(Lam, b) + beta / (2 * L) * yv @ yv
+    val = gaussian_integral_over_W(h, y, L, hyper)
     return val + 0.5 * np.sum(np.asarray(G) ** 2) / hyper.sigma_g2
 
 

@@ -2,7 +2,8 @@
 ``copyjax.specs`` (``MASKS``, ``MASK_FAMILIES``: the one list, which the scripts check options
 against without importing JAX).
 
-``get(spec)`` turns a name (``"full"``, ``"causal"``, ``"window:4"``) or a ``Mask`` into the
+``get(spec)`` turns a name (``"full"``, ``"causal"``, ``"window:4"``), a mask with an
+architecture over it (``"full+layers=2+shift=2"``: ``masks.stack``) or a ``Mask`` into the
 mask; everything that depends on the mask (the action, the samplers, the network, the free
 energy, the order parameters) takes one. A new mask is one module with its ``allowed`` (and
 whatever else differs) plus one line in ``copyjax.specs``."""
@@ -30,6 +31,10 @@ def get(spec) -> Mask:
     if isinstance(spec, Mask):
         return spec
     name, param = specs.mask_spec(spec)
+    if name == "stack":
+        from copyjax.masks.stack import Stack
+
+        return Stack(get(param.base), param.layers, param.residual, param.shift)
     return MASKS[name] if param is None else FAMILIES[name](param)
 
 

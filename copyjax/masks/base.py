@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from copyjax._checks import check_activation
+from copyjax.data import copy_targets
 from copyjax.model import stats_contractions
 
 
@@ -69,6 +70,18 @@ class Mask:
             raise ValueError(f"mask {self.spec!r} is built for activations {self.activations}, got {activation!r}")
         return activation
 
+    def param_shape(self, L: int) -> tuple:
+        """The shape of the attention scores G, the parameters a pattern is built from."""
+        return (L, L)
+
+    def target_matrix(self, L: int, dtype=jnp.float32):
+        """``(L, L)`` T with targets y = T x; None: the shift S (y_l = x_{l-1})."""
+        return None
+
+    def targets(self, tokens: jax.Array) -> jax.Array:
+        """The target token of each position of ``tokens: (..., L)``: x_{l-1}, cyclically."""
+        return copy_targets(tokens)
+
     # ---- the model, from the facts
     def attention(self, G: jax.Array, activation: str) -> jax.Array:
         """``A: (..., L, L)``: softmax of each row over its allowed keys, or G on them
@@ -84,7 +97,7 @@ class Mask:
         rows = self.loss_rows(A.shape[-1])
         if not rows.all():
             A = jnp.where(jnp.asarray(rows)[:, None], A, 0.0)
-        K, B = stats_contractions(A, stats)
+        K, B = stats_contractions(A, stats, self.target_matrix(A.shape[-1], A.dtype))
         return K, B, int(rows.sum())
 
     def log_likelihood(self, W: jax.Array, A: jax.Array, stats: jax.Array, beta) -> jax.Array:

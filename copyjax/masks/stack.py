@@ -1,0 +1,126 @@
+"""An architecture over a mask: one or two attention layers, with or without the residual
+stream, trained on the shift-k target y_l = x_{l-k} (k = 1 the paper's task).
+
+With positional attention in each layer and no value matrices, the features are a fixed linear
+map of the one-hot tokens: one layer h = A x; two layers h = A_2 (x + A_1 x) with the residual
+stream, h = A_2 A_1 x without. So the output is W A_eff x with
+
+    A_eff = A_2 (I + A_1)   (residual)   or   A_2 A_1   (plain),
+
+and the readout W integrates out exactly as for one layer (docs/theory.md): S_P(G_1, G_2) is
+the one-layer action with A replaced by A_eff and the shift S by S^k, from the same pair
+statistics C, one evaluation O(L^2 V^2 + L^3) whatever P is. ``Stack`` is a ``Mask``: every
+function that takes ``mask=`` (the action, the samplers, the network, the order parameters)
+takes one, with G of shape ``param_shape(L)``: ``(L, L)`` for one layer, ``(2, L, L)`` for two
+(layer 1 first). Each layer attends under the base mask; a row carries the loss where its
+target x_{l-k} is reachable through the layers (the base mask's loss rows when k = 1 and one
+layer). ``masks.get("full+layers=2+shift=2")`` builds one (``specs.stack_spec``).
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from copyjax.masks.base import Mask
+from copyjax.specs import StackSpec
+
+
+class Stack(Mask):
+    """``layers`` attention layers under ``base`` (a ``Mask``), ``residual`` stream or not,
+    target shift ``shift``."""
+
+    def __init__(self, base: Mask, layers: int = 2, residual: bool = True, shift: int = 1):
+        if isinstance(base, Stack):
+            raise ValueError("mask: a stack's base must be a plain mask, got a stack")
+        if layers not in (1, 2):
+            raise ValueError(f"layers must be 1 or 2, got {layers!r}")
+        if not (isinstance(shift, (int, np.integer)) and shift >= 1):
+            raise ValueError(f"shift must be an integer >= 1, got {shift!r}")
+        self.base, self.layers, self.residual, self.shift = base, int(layers), bool(residual), int(shift)
+        self.spec = StackSpec(base.spec, self.layers, self.residual, self.shift).spec
+        self.activations = base.activations
+
+    # ---- the facts
+    def allowed(self, L: int) -> np.ndarray:
+        """Each layer's keys (the base mask's)."""
+        return self.base.allowed(L)
+
+    def reach(self, L: int) -> np.ndarray:
+        """``(L, L)`` bool: key m reaches query l through the layers (the support of A_eff)."""
+        a = self.base.allowed(L).astype(int)
+        if self.layers == 1:
+            return a > 0
+        return (a @ (np.eye(L, dtype=int) + a) if self.residual else a @ a) > 0
+
+    def loss_rows(self, L: int) -> np.ndarray:
+        return self.reach(L)[np.arange(L), (np.arange(L) - self.shift) % L]
+
+    def target_matrix(self, L: int, dtype=jnp.float32):
+        """``S^k``: ``T[l, m] = delta(m, (l - k) mod L)``."""
+        return jnp.roll(jnp.eye(L, dtype=dtype), -self.shift, axis=1)
+
+    def targets(self, tokens):
+        return jnp.roll(tokens, self.shift, axis=-1)
+
+    def copy_pattern(self, L: int, dtype=jnp.float32):
+        """``(L, L)``: 1 at (l, l - k) on the loss rows (the map a perfect copy of the target is)."""
+        rows = np.flatnonzero(self.loss_rows(L))
+        S = np.zeros((L, L))
+        S[rows, (rows - self.shift) % L] = 1.0
+        return jnp.asarray(S, dtype)
+
+    def param_shape(self, L: int) -> tuple:
+        return (L, L) if self.layers == 1 else (self.layers, L, L)
+
+    def check(self, activation: str) -> str:
+        return self.base.check(activation)
+
+    # ---- the model
+    def layer_patterns(self, G: jax.Array, activation: str) -> jax.Array:
+        """Each layer's pattern under the base mask: ``G: (..., layers, L, L)`` (one layer:
+        ``(..., L, L)``) -> the same shape."""
+        return self.base.attention(G, activation)
+
+    def attention(self, G: jax.Array, activation: str) -> jax.Array:
+        """``A_eff: (..., L, L)``: the map from the one-hot tokens to the features."""
+        A = self.layer_patterns(G, activation)
+        if self.layers == 1:
+            return A
+        A1, A2 = A[..., 0, :, :], A[..., 1, :, :]
+        return A2 @ (jnp.eye(A.shape[-1], dtype=A.dtype) + A1) if self.residual else A2 @ A1
+
+    def log_likelihood(self, W, A, stats, beta):
+        return Mask.log_likelihood(self, W, A, stats, beta)
+
+    def _keys(self, L: int) -> np.ndarray:
+        return self.reach(L).sum(axis=1)
+
+    def row_copy_order(self, A: jax.Array) -> jax.Array:
+        """``c_G(l) = (A[l, l-k] - s_l u_l) / (1 - u_l)`` on the loss rows (u_l = 1 / the keys
+        row l reaches, s_l its row sum): the weight of the target above uniform pooling."""
+        L = A.shape[-1]
+        rows = np.flatnonzero(self.loss_rows(L))
+        u = 1.0 / self._keys(L)[rows]
+        return (A[..., rows, (rows - self.shift) % L] - jnp.sum(A[..., rows, :], axis=-1) * u) / (1.0 - u)
+
+    def order(self, A: jax.Array, activation: str) -> dict:
+        """Of ``A_eff``: ``cG`` the composition order parameter (the target's weight above
+        uniform pooling, averaged over the loss rows), ``c1`` the rest of the row sum. One
+        layer with k = 1 is the base mask's own order parameters."""
+        if self.layers == 1 and self.shift == 1:
+            return self.base.order(A, activation)
+        return Mask.order(self, A, activation)
+
+    def divide(self, L: int) -> float:
+        if self.layers == 1:
+            return Mask.divide(self, L) if self.shift > 1 else self.base.divide(L)
+        raise NotImplementedError(f"mask {self.spec!r}: no phase divide for two layers yet")
+
+    def copy_direction(self, L: int, dtype=jnp.float32):
+        if self.layers == 1 and self.shift == 1:
+            return self.base.copy_direction(L, dtype)
+        raise NotImplementedError(f"mask {self.spec!r}: no copy coordinate for umbrella sampling yet")
+
+
+__all__ = ["Stack"]

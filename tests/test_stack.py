@@ -1,0 +1,163 @@
+"""Two attention layers and the shift-k target (``copyjax.masks.stack``): the exact action
+against the likelihood built sequence by sequence from the layers (NumPy, no contraction, no
+``Stack`` code), against the V^2-dimensional Gaussian integral over W, and, at one layer with
+k = 1, the base mask's model bit for bit."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import copyjax as cj
+from _gaussian import gaussian_integral_over_W
+from copyjax import masks, network
+from copyjax.action import action_from_features, marginal_logdensity
+
+jax.config.update("jax_enable_x64", True)
+
+HYPER = cj.Hyper(1.7, 0.8, 0.6)
+
+
+def _softmax_rows(G, ok):
+    z = np.where(ok, G, -np.inf)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def reference_features(G, tokens, V, activation, base_ok, layers, residual, shift):
+    """Per sequence: x one-hot (L, V); layer i's pattern A_i from G_i under the base mask's
+    support ``base_ok``; one layer h = A x, two h = A_2 (x + A_1 x) (residual) or A_2 A_1 x;
+    targets x_{l - shift}. Also the loss rows: those whose target is reachable from them."""
+    t = np.asarray(tokens)
+    P, L = t.shape
+    Gs = np.asarray(G).reshape((layers, L, L))
+    As = [(_softmax_rows(g, base_ok) if activation == "softmax" else np.where(base_ok, g, 0.0)) for g in Gs]
+    X = np.eye(V)[t]  # (P, L, V)
+    if layers == 1:
+        h = np.einsum("lm,pmv->plv", As[0], X)
+    else:
+        z = np.einsum("lm,pmv->plv", As[0], X) + (X if residual else 0.0)
+        h = np.einsum("lm,pmv->plv", As[1], z)
+    y = np.eye(V)[np.roll(t, shift, axis=1)]
+    ok = base_ok.astype(int)
+    reach = ok if layers == 1 else ok @ ((np.eye(L, dtype=int) if residual else 0) + ok)
+    rows = np.flatnonzero(reach[np.arange(L), (np.arange(L) - shift) % L] > 0)
+    return h, y, rows
+
+
+CASES = [("full", "softmax", 2, True, 2), ("full", "linear", 2, True, 2), ("full", "softmax", 2, False, 2),
+         ("full", "softmax", 2, True, 1), ("full", "linear", 1, True, 2), ("causal", "softmax", 2, True, 2),
+         ("causal", "softmax", 2, False, 3), ("causal", "softmax", 1, True, 2), ("window:2", "linear", 2, True, 3)]
+
+
+@pytest.mark.parametrize("base, activation, layers, residual, shift", CASES)
+def test_the_stack_action_is_the_brute_force_likelihood(base, activation, layers, residual, shift):
+    L, V, P = 6, 3, 40
+    k1, k2 = jax.random.split(jax.random.key(3))
+    tokens = cj.sample_tokens(k1, P, L, V)
+    C = cj.sufficient_stats(tokens, V).astype(jnp.float64)
+    mask = masks.get(f"{base}+layers={layers}+shift={shift}" + ("" if residual else "+residual=no"))
+    G = 0.9 * jax.random.normal(k2, mask.param_shape(L), jnp.float64)
+    ok = masks.get(base).allowed(L)
+    h, y, rows = reference_features(G, tokens, V, activation, ok, layers, residual, shift)
+    np.testing.assert_array_equal(np.flatnonzero(mask.loss_rows(L)), rows)
+    prior = 0.5 * np.sum(np.where(ok, np.asarray(G), 0.0) ** 2) / HYPER.sigma_g2
+    ref = float(action_from_features(jnp.asarray(h[:, rows]), jnp.asarray(y[:, rows]), P, HYPER)) + prior
+    got = float(cj.exact_action(G, C, HYPER, activation, mask))
+    assert abs(got - ref) <= 1e-12 * abs(ref), (got, ref)
+    # the sampler's log density: the same action, the prior over every entry of G
+    full_prior = 0.5 * float(jnp.sum(G**2)) / HYPER.sigma_g2
+    np.testing.assert_allclose(-float(marginal_logdensity(G, C, HYPER, activation, mask)), ref - prior + full_prior,
+                               rtol=1e-12)
+
+    # its gradient is the brute force's, through autodiff of a path with no contraction
+    def brute(G):
+        As = mask.layer_patterns(G, activation)
+        X = jax.nn.one_hot(tokens, V, dtype=G.dtype)
+        if layers == 1:
+            hh = jnp.einsum("lm,pmv->plv", As, X)
+        else:
+            z = jnp.einsum("lm,pmv->plv", As[0], X) + (X if residual else 0.0)
+            hh = jnp.einsum("lm,pmv->plv", As[1], z)
+        return action_from_features(hh[:, rows], jnp.asarray(y[:, rows]), P, HYPER)
+
+    g_ref = jax.grad(brute)(G) + jnp.where(jnp.asarray(ok), G, 0.0) / HYPER.sigma_g2
+    np.testing.assert_allclose(jax.grad(cj.exact_action)(G, C, HYPER, activation, mask), g_ref, rtol=1e-9, atol=1e-12)
+
+
+def gaussian_integral(A_eff, tokens, V, shift, rows, hyper):
+    """The Gaussian integral over W of the loss rows' features A_eff x and targets x_{l-k}."""
+    t = np.asarray(tokens)
+    X = np.eye(V)[t]
+    h = np.einsum("lm,pmv->plv", A_eff, X)[:, rows].reshape(-1, V)
+    y = np.eye(V)[np.roll(t, shift, axis=1)][:, rows].reshape(-1, V)
+    return gaussian_integral_over_W(h, y, len(rows), hyper)
+
+
+@pytest.mark.parametrize("activation, residual", [("softmax", True), ("linear", False)])
+def test_the_two_layer_action_is_the_gaussian_integral_over_W(activation, residual):
+    L, V, P, shift = 3, 2, 7, 2
+    k1, k2 = jax.random.split(jax.random.key(8))
+    tokens = cj.sample_tokens(k1, P, L, V)
+    C = cj.sufficient_stats(tokens, V)
+    mask = masks.get(f"full+layers=2+shift={shift}" + ("" if residual else "+residual=no"))
+    G = 0.8 * jax.random.normal(k2, (2, L, L), jnp.float64)
+    h, _, rows = reference_features(G, tokens, V, activation, np.ones((L, L), bool), 2, residual, shift)
+    # A_eff from the features of the L one-hot basis sequences would be circular: rebuild it
+    As = [(_softmax_rows(g, True) if activation == "softmax" else g) for g in np.asarray(G)]
+    A_eff = As[1] @ (np.eye(L) + As[0]) if residual else As[1] @ As[0]
+    ref = gaussian_integral(A_eff, tokens, V, shift, rows, HYPER) + 0.5 * np.sum(np.asarray(G) ** 2) / HYPER.sigma_g2
+    got = float(cj.exact_action(G, C, HYPER, activation, mask))
+    assert abs(got - ref) <= 1e-9 * abs(ref), (got, ref)
+
+
+@pytest.mark.parametrize("base, activation", [("full", "softmax"), ("full", "linear"), ("causal", "softmax")])
+def test_one_layer_at_shift_one_is_the_base_model_bit_for_bit(base, activation):
+    L, V, P = 8, 4, 60
+    k1, k2, k3 = jax.random.split(jax.random.key(5), 3)
+    tokens = cj.sample_tokens(k1, P, L, V)
+    C = cj.sufficient_stats(tokens, V).astype(jnp.float32)
+    plain, stack = masks.get(base), masks.get(f"{base}+layers=1+shift=1")
+    assert stack != plain and stack.param_shape(L) == (L, L)
+    G = jax.random.normal(k2, (L, L), jnp.float32)
+    for f in (cj.exact_action, marginal_logdensity, jax.grad(marginal_logdensity)):
+        np.testing.assert_array_equal(f(G, C, HYPER, activation, stack), f(G, C, HYPER, activation, plain))
+    p = network.init_params(k3, L, V, HYPER)
+    for f in (network.logdensity_from_stats, jax.grad(network.logdensity_from_stats)):
+        for x, y in zip(jax.tree.leaves(f(p, C, HYPER, activation, stack)),
+                        jax.tree.leaves(f(p, C, HYPER, activation, plain)), strict=True):
+            np.testing.assert_array_equal(x, y)
+    a, b = (network.observables(p, C, HYPER, activation, m) for m in (stack, plain))
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize("spec", ["full+layers=2+shift=2", "causal+layers=2+shift=1+residual=no"])
+def test_the_network_of_two_layers_has_the_action_s_likelihood(spec):
+    """The network's per-sequence and minibatch likelihoods (the SGLD and Adam paths) sum to
+    the likelihood through the statistics: the targets and the loss rows agree."""
+    from copyjax.minibatch import batch_loglik
+
+    L, V, P = 6, 3, 25
+    k1, k2 = jax.random.split(jax.random.key(9))
+    tokens = cj.sample_tokens(k1, P, L, V)
+    C = cj.sufficient_stats(tokens, V).astype(jnp.float64)
+    mask = masks.get(spec)
+    p = network.init_params(k2, L, V, HYPER, jnp.float64, mask)
+    assert p.G.shape == (2, L, L)
+    A = mask.attention(p.G, "softmax")
+    via_stats = float(mask.log_likelihood(p.W, A, C, HYPER.beta))
+    per_seq = float(jnp.sum(jax.vmap(lambda t: network.sequence_loglik(p, t, HYPER, "softmax", mask))(tokens)))
+    np.testing.assert_allclose(per_seq, via_stats, rtol=1e-12)
+    np.testing.assert_allclose(float(batch_loglik(p, tokens, HYPER, "softmax", mask)), via_stats, rtol=1e-12)
+
+
+def test_specs_round_trip_and_bad_ones_name_the_option():
+    m = masks.get("window:3+shift=2+layers=2+residual=no")
+    assert masks.get(m.spec) == m and m.spec == "window:3+layers=2+residual=no+shift=2"
+    assert (m.layers, m.residual, m.shift) == (2, False, 2)
+    for bad in ("full+layers=3", "full+shift=0", "full+depth=2", "full+layers=2+layers=2", "nope+layers=2",
+                "full+residual=maybe"):
+        with pytest.raises(ValueError, match="mask"):
+            masks.get(bad)
+    L = 5
+    with pytest.raises(ValueError, match=r"G must have shape \(2, 5, 5\)"):
+        cj.exact_action(jnp.zeros((L, L)), jnp.zeros((L, L, 2, 2)), HYPER, "softmax", m)
