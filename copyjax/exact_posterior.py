@@ -26,16 +26,15 @@ from copyjax._checks import check_activation, check_burn_in, check_size
 from copyjax.action import expected_loss, marginal_logdensity
 from copyjax.chains import Layout, Samples, Schedule, nested_rhat, run_chains, summarize
 from copyjax.data import float_stats
-from copyjax.model import shift_matrix, uniform_matrix
 from copyjax.sgmcmc import adaptive_mala
-from copyjax.starts import copy_G, prior_G
+from copyjax.starts import prior_G
 from copyjax.schema import ExactStat, ExactSummary, FamilyMeans, SignFamilies
 
-def order_directions(L: int, dtype=jnp.float32) -> jax.Array:
-    """``(2, L, L)``: the orthonormal basis ``U`` and ``(S - U) / sqrt(L - 1)`` of span{U, S},
-    the pooling and copy directions of G along which adaptive MALA rescales its steps."""
-    U, S = uniform_matrix(L, dtype), shift_matrix(L, dtype)
-    return jnp.stack([U, (S - U) / jnp.sqrt(L - 1.0)])
+def order_directions(L: int, dtype=jnp.float32, mask="full") -> jax.Array:
+    """``(k, *param_shape)``: the ``mask``'s orthonormal directions of G along which adaptive
+    MALA rescales its steps (``Mask.order_directions``; one layer: U and
+    ``(S - U) / sqrt(L - 1)``, the pooling and copy directions)."""
+    return masks.get(mask).order_directions(L, dtype)
 
 
 def logdensity(G, stats, hyper, activation: str, mask="full") -> jax.Array:
@@ -59,7 +58,7 @@ class ExactSampler(NamedTuple):
     def build(self, data) -> SamplingAlgorithm:
         lp = lambda G: logdensity(G, data["stats"], self.hyper, self.activation, self.mask)
         L = data["stats"].shape[0]
-        D = order_directions(L, data["step_size"].dtype) if self.precondition else None
+        D = order_directions(L, data["step_size"].dtype, self.mask) if self.precondition else None
         return adaptive_mala.as_top_level_api(lp, data["step_size"], self.n_adapt, self.target, directions=D)
 
 
@@ -76,7 +75,7 @@ class ExactObserver(NamedTuple):
         stats = float_stats(data["stats"])
         mask = masks.get(self.mask)
         A = mask.attention(G.astype(stats.dtype), self.activation)
-        return mask.order(A, self.activation) | {
+        return mask.order(A, self.activation) | mask.layer_order(G, self.activation) | {
             "loss": expected_loss(A, stats, self.hyper, mask),
             "logdensity": marginal_logdensity(G, stats, self.hyper, self.activation, mask)}
 
@@ -86,12 +85,15 @@ class ExactObserver(NamedTuple):
 
 def start_positions(key, n_prior: int, n_copy: int, L: int, hyper, activation: str,
                     dtype=jnp.float32, mask="full") -> jax.Array:
-    """``(n_prior + n_copy, L, L)`` starts: prior draws ``G ~ N(0, sigma_g2)``, then the copy
-    pattern (softmax: logit ``log 4L`` at the previous token, a_G ~ 0.8; linear: ``A = S``)
-    plus a tenth of a prior draw; the ``mask``'s copy pattern (``Mask.copy_pattern``: the
-    causal one has no wrap at row 0)."""
-    prior = prior_G(key, (n_prior + n_copy, L, L), hyper, dtype)
-    copy = copy_G(L, activation, jnp.log(4.0 * L), mask, dtype) + 0.1 * prior[n_prior:]
+    """``(n_prior + n_copy, *param_shape)`` starts: prior draws ``G ~ N(0, sigma_g2)``, then
+    the copy pattern (softmax: logit ``log 4L`` at the previous token, a_G ~ 0.8; linear:
+    ``A = S``) plus a tenth of a prior draw; the ``mask``'s copy patterns
+    (``Mask.copy_starts``: the causal one has no wrap at row 0; two layers have one per
+    ordered phase, the copy chains cycling through them)."""
+    mask = masks.get(mask)
+    prior = prior_G(key, (n_prior + n_copy, *mask.param_shape(L)), hyper, dtype)
+    patterns = mask.copy_starts(L, activation, jnp.log(4.0 * L), dtype)
+    copy = patterns[np.arange(n_copy) % patterns.shape[0]] + 0.1 * prior[n_prior:]
     return jnp.concatenate([prior[:n_prior], copy]).astype(dtype)
 
 

@@ -24,8 +24,7 @@ def prior_G(key, shape: tuple, hyper, dtype=jnp.float32) -> jax.Array:
 def copy_G(L: int, activation: str, logit, mask="full", dtype=jnp.float32) -> jax.Array:
     """``(L, L)``: the ``mask``'s copy pattern (``Mask.copy_pattern``) at copy logit ``logit``
     (softmax), or the pattern itself (linear: A = G = S)."""
-    S = masks.get(mask).copy_pattern(L, dtype)
-    return logit * S if activation == "softmax" else S
+    return masks.get(mask).copy_starts(L, activation, logit, dtype)[0]
 
 
 __all__ = ["copy_G", "prior_G"]

@@ -27,7 +27,7 @@ import numpy as np
 
 from copyjax._checks import check_activation
 from copyjax.data import copy_targets
-from copyjax.model import stats_contractions
+from copyjax.model import shift_matrix, stats_contractions, uniform_matrix
 
 
 class Mask:
@@ -81,6 +81,24 @@ class Mask:
     def targets(self, tokens: jax.Array) -> jax.Array:
         """The target token of each position of ``tokens: (..., L)``: x_{l-1}, cyclically."""
         return copy_targets(tokens)
+
+    def copy_starts(self, L: int, activation: str, logit, dtype=jnp.float32) -> jax.Array:
+        """``(n, *param_shape(L))``: the patterns chains start from besides the prior, one per
+        ordered phase; here the copy pattern at copy logit ``logit`` (softmax) or the pattern
+        itself (linear: A = G = S)."""
+        S = self.copy_pattern(L, dtype)
+        return (logit * S if activation == "softmax" else S)[None]
+
+    def order_directions(self, L: int, dtype=jnp.float32) -> jax.Array:
+        """``(2, *param_shape(L))``: the orthonormal basis ``U`` and ``(S - U) / sqrt(L - 1)``
+        of span{U, S}, the pooling and copy directions of G along which adaptive MALA
+        rescales its steps."""
+        U, S = uniform_matrix(L, dtype), shift_matrix(L, dtype)
+        return jnp.stack([U, (S - U) / jnp.sqrt(L - 1.0)])
+
+    def layer_order(self, G: jax.Array, activation: str) -> dict:
+        """Order parameters of each layer (``masks.stack``); none for one layer."""
+        return {}
 
     # ---- the model, from the facts
     def attention(self, G: jax.Array, activation: str) -> jax.Array:

@@ -76,6 +76,48 @@ class Stack(Mask):
     def check(self, activation: str) -> str:
         return self.base.check(activation)
 
+    def _shift(self, L: int, k: int, dtype):
+        return jnp.roll(jnp.eye(L, dtype=dtype), -k, axis=1)
+
+    def copy_starts(self, L: int, activation: str, logit, dtype=jnp.float32):
+        """One layer: the copy pattern (of x_{l-k}). Two layers, one start per ordered phase:
+        ``one_layer`` (layer 2 copies x_{l-k} itself: A_2 ~ S^k; layer 1 attends to the token
+        itself, A_1 ~ I, which the plain stack needs to pass x through and the residual one
+        does not mind), then ``composed`` (layer 1 a previous-token head, A_1 ~ S; layer 2
+        copies the rest, A_2 ~ S^(k-1)). Softmax at logit ``logit``, linear the patterns."""
+        if self.layers == 1:
+            return Mask.copy_starts(self, L, activation, logit, dtype)
+        eye, S1 = self._shift(L, 0, dtype), self._shift(L, 1, dtype)
+        Sk, Sk1 = self._shift(L, self.shift, dtype), self._shift(L, self.shift - 1, dtype)
+        ok = jnp.asarray(self.base.allowed(L), dtype)
+        pats = jnp.stack([jnp.stack([eye, Sk]), jnp.stack([S1, Sk1])]) * ok
+        return logit * pats if activation == "softmax" else pats
+
+    PHASES = ("one_layer", "composed")
+
+    def order_directions(self, L: int, dtype=jnp.float32):
+        """Each layer's U and ``(S - U) / sqrt(L - 1)`` in its own slot of G: ``(2 layers,
+        layers, L, L)``, orthonormal (the layers' slots are disjoint)."""
+        D = Mask.order_directions(self, L, dtype)
+        if self.layers == 1:
+            return D
+        out = jnp.zeros((2 * self.layers, self.layers, L, L), dtype)
+        for i in range(self.layers):
+            out = out.at[2 * i:2 * i + 2, i].set(D)
+        return out
+
+    def layer_order(self, G: jax.Array, activation: str) -> dict:
+        """Per layer i (1, 2) the mean over rows of its pattern's weight on the token itself
+        (``A{i}_I``), the previous one (``A{i}_S``) and the one before (``A{i}_S2``): which
+        layer copies what. None for one layer."""
+        if self.layers == 1:
+            return {}
+        A = self.layer_patterns(G, activation)
+        L = A.shape[-1]
+        r = np.arange(L)
+        return {f"A{i + 1}_{name}": jnp.mean(A[..., i, r, (r - k) % L], axis=-1)
+                for i in range(self.layers) for name, k in (("I", 0), ("S", 1), ("S2", 2))}
+
     # ---- the model
     def layer_patterns(self, G: jax.Array, activation: str) -> jax.Array:
         """Each layer's pattern under the base mask: ``G: (..., layers, L, L)`` (one layer:
@@ -106,10 +148,14 @@ class Stack(Mask):
 
     def order(self, A: jax.Array, activation: str) -> dict:
         """Of ``A_eff``: ``cG`` the composition order parameter (the target's weight above
-        uniform pooling, averaged over the loss rows), ``c1`` the rest of the row sum. One
-        layer with k = 1 is the base mask's own order parameters."""
+        uniform pooling, averaged over the loss rows; 1 for an exact copy of x_{l-k}), ``c1``
+        the rest of the row sum (softmax with the residual stream: of A_eff / 2, whose rows
+        sum to 1). One layer with k = 1 is the base mask's own order parameters."""
         if self.layers == 1 and self.shift == 1:
             return self.base.order(A, activation)
+        if self.layers == 2 and self.residual and activation == "softmax":
+            # rows of A_2 (I + A_1) sum to 2: halved, a stochastic matrix, c_G on one layer's scale
+            A = 0.5 * A
         return Mask.order(self, A, activation)
 
     def divide(self, L: int) -> float:
