@@ -28,7 +28,7 @@ from copyjax.chains import Layout, Samples, Schedule, nested_rhat, run_chains, s
 from copyjax.data import float_stats
 from copyjax.sgmcmc import adaptive_mala
 from copyjax.starts import prior_G
-from copyjax.schema import ExactStat, ExactSummary, FamilyMeans, SignFamilies
+from copyjax.schema import EXACT_OBSERVABLES, ExactStat, ExactSummary, FamilyMeans, SignFamilies
 
 def order_directions(L: int, dtype=jnp.float32, mask="full") -> jax.Array:
     """``(k, *param_shape)``: the ``mask``'s orthonormal directions of G along which adaptive
@@ -251,13 +251,14 @@ def summarize_exact(run: ExactRun, keys=("c1", "cG", "abs_rho", "loss"), z: floa
             gap=copy.mean - prior.mean if both else float("nan"),
             gap_se=float(np.hypot(prior.mcse, copy.mcse)) if both else float("nan"))
     g = stats["cG"]
+    layers = {k: stats.pop(k) for k in list(stats) if k not in EXACT_OBSERVABLES} or None
     return ExactSummary(
         n_chains=int(len(start)), n_stuck=int(run.stuck.sum()), n_nonfinite=int(np.asarray(smp.nonfinite).sum()),
         acceptance=[float(a) for a in run.acceptance], step_size=[float(e) for e in run.step_size],
         acceptance_mean=float(np.mean(run.acceptance[keep])) if keep.any() else float("nan"),
         branches_disagree=bool(np.isfinite(g.nested_rhat) and g.nested_rhat > nested_threshold
                                and abs(g.gap) > z * g.gap_se),
-        sign_families=fams, n_used=int(keep.sum()), **stats)
+        sign_families=fams, n_used=int(keep.sum()), **stats, layers=layers)
 
 
 def sign_families(draws: dict, keep: np.ndarray, z: float = 4.0) -> SignFamilies:

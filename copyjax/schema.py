@@ -153,15 +153,17 @@ class ExactSummary(_Record):
     cG: ExactStat | None = None
     abs_rho: ExactStat | None = None
     loss: ExactStat | None = None
+    layers: dict | None = None  # two layers: each layer's order parameter (Mask.layer_order) -> ExactStat
 
-    _optional = EXACT_OBSERVABLES
+    _optional = EXACT_OBSERVABLES + ("layers",)
 
     @classmethod
     def from_json(cls, d: dict) -> "ExactSummary":
         stats = {k: ExactStat.from_json(d[k]) for k in EXACT_OBSERVABLES if k in d}
+        layers = {k: ExactStat.from_json(v) for k, v in d["layers"].items()} if d.get("layers") else None
         return cls(d["n_chains"], d["n_stuck"], d["n_nonfinite"], d["acceptance"], d["step_size"],
                    d["acceptance_mean"], d["branches_disagree"], SignFamilies.from_json(d["sign_families"]),
-                   d["n_used"], **stats)
+                   d["n_used"], **stats, layers=layers)
 
 
 # ----------------------------------------------------------------------------- theory

@@ -94,6 +94,37 @@ def test_mismatched_out_is_refused(first_run):
     assert_cli_error(r, "different configuration")
 
 
+@pytest.mark.slow
+def test_the_main_job_runs_two_layers_on_the_shift_two_target(tmp_path):
+    """``--layers 2 --shift 2 --quick``: the exact posterior of (G_1, G_2), SGLD and Adam on the
+    two-layer network, each layer's order parameters in the points, the CSV, the report and
+    their figure; the exact chains' per-layer means in the points and the CSV are the saved
+    draws' (the summary's path against the arrays'). What the two layers do is measured by
+    scripts/deeper.py (docs/deeper.md)."""
+    import csv
+
+    out = str(tmp_path / "two")
+    r = run(["--L", "6", "--V", "4", "--quick", "--activation", "softmax", "--layers", "2", "--shift", "2",
+             "--n-P", "2", "--no-progress", "--out", out])
+    assert r.returncode == 0, r.stderr[-3000:]
+    cfg = json.loads(Path(out, "config.json").read_text())
+    assert cfg["mask"] == "full+layers=2+shift=2" and cfg["op_chains"] == 0
+    assert "mask full+layers=2+shift=2" in r.stdout and "layers 1: I" in r.stdout
+    assert Path(out, "layers.png").is_file()
+    res = json.loads(Path(out, "results.json").read_text())
+    arrays = np.load(Path(out, "results.npz"))
+    with open(Path(out, "summary.csv")) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == len(res["points"]) == 2
+    for pt, row in zip(res["points"], rows):
+        lay = pt["exact"]["layers"]
+        assert sorted(lay) == sorted(f"A{i}_{n}" for i in (1, 2) for n in ("I", "S", "S2"))
+        a = arrays[f"softmax_P{pt['P']}_exact_A2_S2"]
+        assert a.ndim == 2 and abs(lay["A2_S2"]["mean"] - a.mean()) < 1e-9
+        assert abs(float(row["exact_A2_S2"]) - a.mean()) < 1e-9
+        assert row["sgld_prior_cG"] != "" and row["adam_cG"] != "" and row["theory_cG"] == ""
+
+
 @pytest.mark.parametrize("args, word", [
     (["--L", "1"], "--L"), (["--V", "0"], "--V"), (["--L", "4.5"], "--L"),
     (["--seed", "-1"], "--seed"), (["--quick", "--full"], "--quick"),
@@ -110,6 +141,8 @@ def test_mismatched_out_is_refused(first_run):
     (["--n-P", "0"], "--n-P"), (["--adam-seeds", "-1"], "--adam-seeds"), (["--L", "1"], ">= 2"),
     (["--tokens", "markov:0.3"], "--tokens"), (["--tokens", "zipf:-2"], "--tokens"),
     (["--mask", "upper"], "--mask"), (["--mask", "window:0"], "--mask"),
+    (["--mask", "full+layers=2"], "--mask"), (["--layers", "3"], "--layers"), (["--shift", "0"], "--shift"),
+    (["--no-residual"], "--no-residual"), (["--layers", "2", "--llc-steps", "60"], "--llc-steps"),
     # run() hides the optional packages, as in a venv without the arviz extra
     (["--netcdf"], "pip install 'copyjax[arviz]'"),
 ])

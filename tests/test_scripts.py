@@ -433,3 +433,42 @@ def test_every_script_is_a_main_and_leaves_sys_path_to_the_install():
                 if "os.getcwd()" not in ast.unparse(node):
                     bad.append((p.name, ast.unparse(node)))
     assert bad == [], bad
+
+
+@pytest.mark.slow
+def test_deeper_script_end_to_end_and_its_circuit_labels(tmp_path):
+    """scripts/deeper.py at L = 4, V = 3: one record per P with the three start families, each
+    chain's end circuit, results.json and the figure; a rerun reuses the records, another data
+    seed recomputes them. The labels of the stack's own perfect circuits are theirs."""
+    args = ["--L", "4", "--V", "3", "--P", "20", "400", "--chains", "1", "--steps", "90", "--no-progress",
+            "--out", str(tmp_path)]
+    r = run("deeper.py", args)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert res["spec"] == "full+layers=2+shift=2" and [p["P"] for p in res["points"]] == [20, 400]
+    for p in res["points"]:
+        assert list(p["families"]) == ["prior", "one_layer", "composed"]
+        assert [f["n"] for f in p["families"].values()] == [2, 1, 1]
+        assert all(sum(f["ends"].values()) == f["n"] for f in p["families"].values())
+    assert (tmp_path / "layers.png").stat().st_size > 0
+    stamp = (tmp_path / "P400.json").stat().st_mtime_ns
+    assert run("deeper.py", args).returncode == 0 and (tmp_path / "P400.json").stat().st_mtime_ns == stamp
+    assert run("deeper.py", args + ["--data-seed", "1"]).returncode == 0
+    assert (tmp_path / "P400.json").stat().st_mtime_ns != stamp
+    assert_cli_error(run("deeper.py", ["--L", "2", "--P", "10", "--out", str(tmp_path)]), "--L")
+    assert_cli_error(run("deeper.py", ["--shift", "3", "--P", "10", "--out", str(tmp_path)]), "--shift")
+
+    import jax.numpy as jnp
+
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    try:
+        from deeper import circuit
+    finally:
+        sys.path.pop(0)
+    from copyjax import masks
+
+    for k in (1, 2):
+        m = masks.get(f"full+layers=2+shift={k}")
+        one, comp = m.copy_starts(6, "softmax", 20.0, jnp.float64)
+        assert [circuit(m.layer_order(G, "softmax"), k) for G in (one, comp, 0 * one)] == \
+            ["one_layer", "composed", "pooling"]

@@ -100,6 +100,13 @@ class Mask:
         """Order parameters of each layer (``masks.stack``); none for one layer."""
         return {}
 
+    layer_order_keys: tuple = ()  # the names ``layer_order`` returns
+
+    @property
+    def has_copy_coordinate(self) -> bool:
+        """Whether ``copy_direction`` exists (umbrella sampling along it, the free energy)."""
+        return True
+
     # ---- the model, from the facts
     def attention(self, G: jax.Array, activation: str) -> jax.Array:
         """``A: (..., L, L)``: softmax of each row over its allowed keys, or G on them

@@ -106,6 +106,14 @@ class Stack(Mask):
             out = out.at[2 * i:2 * i + 2, i].set(D)
         return out
 
+    @property
+    def layer_order_keys(self) -> tuple:
+        return () if self.layers == 1 else tuple(f"A{i + 1}_{n}" for i in range(self.layers) for n in ("I", "S", "S2"))
+
+    @property
+    def has_copy_coordinate(self) -> bool:
+        return self.layers == 1
+
     def layer_order(self, G: jax.Array, activation: str) -> dict:
         """Per layer i (1, 2) the mean over rows of its pattern's weight on the token itself
         (``A{i}_I``), the previous one (``A{i}_S``) and the one before (``A{i}_S2``): which
@@ -115,8 +123,9 @@ class Stack(Mask):
         A = self.layer_patterns(G, activation)
         L = A.shape[-1]
         r = np.arange(L)
-        return {f"A{i + 1}_{name}": jnp.mean(A[..., i, r, (r - k) % L], axis=-1)
-                for i in range(self.layers) for name, k in (("I", 0), ("S", 1), ("S2", 2))}
+        out = {f"A{i + 1}_{name}": jnp.mean(A[..., i, r, (r - k) % L], axis=-1)
+               for i in range(self.layers) for name, k in (("I", 0), ("S", 1), ("S2", 2))}
+        return {k: out[k] for k in self.layer_order_keys}
 
     # ---- the model
     def layer_patterns(self, G: jax.Array, activation: str) -> jax.Array:

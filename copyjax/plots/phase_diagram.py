@@ -16,6 +16,34 @@ def _points(res, act):
     return [p for p in res["points"] if p.activation == act]
 
 
+def layer_orders(res, arrays, out, keys):
+    """Two layers: each layer's weight on x_l, x_{l-1}, x_{l-2} (``keys``, ``Mask.layer_order``)
+    over P, the posterior mean and sd from the exact chains, prior and copy starts apart
+    (where they disagree the phases coexist or the chains have not mixed)."""
+    acts = res["activations"]
+    fig, axes = plt.subplots(1, len(acts), figsize=(6 * len(acts), 4), squeeze=False)
+    for ax, act in zip(axes[0], acts):
+        pts = [p for p in _points(res, act) if p.exact is not None and p.exact.layers]
+        if not pts:
+            ax.set_visible(False)
+            continue
+        Ps = np.array([p.P for p in pts], float)
+        for j, k in enumerate(keys):
+            color = f"C{j}"
+            for code, (ls, mk) in enumerate((("-", "o"), ("--", "s"))):
+                vals = [arrays[(act, p.P)][f"exact_{k}"][arrays[(act, p.P)]["exact_start"] == code] for p in pts]
+                m = [np.mean(v) if v.size else np.nan for v in vals]
+                sd = [np.std(v) if v.size else np.nan for v in vals]
+                ax.errorbar(Ps * (1 + 0.02 * code), m, sd, ls=ls, marker=mk, color=color, ms=4, capsize=2,
+                            label=f"{k} ({('prior', 'copy')[code]} starts)")
+        ax.set_xscale("log")
+        ax.set_xlabel("P")
+        ax.set_ylabel("mean attention weight (A_i's row average)")
+        ax.set_title(f"{act}: each layer's attention (exact posterior)")
+        ax.legend(fontsize=6, ncol=2)
+    return save(fig, out, "layers")
+
+
 def exact_histograms(res, arrays, out):
     """Exact-posterior draws of the copy order parameter at the three grid points nearest the
     transition, each start family drawn separately (where they disagree the posterior's
@@ -71,4 +99,4 @@ def adam_curves(res, arrays, out):
     return save(fig, out, "adam_curves")
 
 
-__all__ = ["adam_curves", "exact_histograms"]
+__all__ = ["adam_curves", "exact_histograms", "layer_orders"]

@@ -12,6 +12,9 @@ from copyjax.schema import ExactSummary
 # what the exact-posterior summary covers (a_1 + a_G = 1 for softmax: no abs_rho)
 EXACT_KEYS = {"softmax": ("c1", "cG", "loss"), "linear": ("c1", "cG", "abs_rho", "loss")}
 
+# two layers' order parameters (masks.stack's layer_order: each layer's weight on x_l, x_{l-1}, x_{l-2})
+LAYER_KEYS = tuple(f"A{i}_{n}" for i in (1, 2) for n in ("I", "S", "S2"))
+
 # MALA steps per exact chain when not given: linear attention's copy direction mixes slower.
 # Few long chains rather than many short ones: the cost of a step hardly depends on the
 # number of chains up to ~64 on CPU (the pass over the statistics dominates), and split
@@ -32,7 +35,7 @@ class ExactMethod(Method):
     csv_columns = ("exact_cG", "exact_cG_sd", "exact_cG_mcse", "exact_abs_rho", "exact_loss", "exact_rhat_cG",
                    "exact_nested_rhat_cG", "exact_ess_cG", "exact_branches_disagree", "exact_prior_cG",
                    "exact_copy_cG", "exact_acceptance", "exact_n_stuck", "exact_n_opposite_family",
-                   "exact_abs_rho_opposite")
+                   "exact_abs_rho_opposite") + tuple(f"exact_{k}" for k in LAYER_KEYS)
     result_type = ExactSummary
 
     def enabled(self, ctx):
@@ -46,10 +49,11 @@ class ExactMethod(Method):
             num_steps=steps, burn_in=steps // 3, thin=exact_thin(steps), warmup_steps=c["exact_warmup"],
             progress=ctx.progress, desc=f"{act} P={ctx.P} exact", mask=ctx.mask)
         ctx.shared[self.name] = run  # SGLD starts from its draws
-        arrays = {k: run.samples.draws[k] for k in ("c1", "cG", "abs_rho", "family", "loss")}
+        layer_keys = ctx.mask.layer_order_keys
+        arrays = {k: run.samples.draws[k] for k in ("c1", "cG", "abs_rho", "family", "loss") + layer_keys}
         arrays |= {"start": run.start, "acceptance": run.acceptance, "step_size": run.step_size,
                    "stuck": run.stuck}
-        return exact_posterior.summarize_exact(run, EXACT_KEYS[act]), arrays
+        return exact_posterior.summarize_exact(run, EXACT_KEYS[act] + layer_keys), arrays
 
 
     def csv_cells(self, p):
@@ -68,7 +72,8 @@ class ExactMethod(Method):
             "exact_prior_cG": ex.cG.prior.mean, "exact_copy_cG": ex.cG.copy.mean,
             "exact_acceptance": ex.acceptance_mean, "exact_n_stuck": ex.n_stuck,
             "exact_n_opposite_family": lin and fam.opposite.n,
-            "exact_abs_rho_opposite": lin and fam.split and fam.opposite.abs_rho}
+            "exact_abs_rho_opposite": lin and fam.split and fam.opposite.abs_rho} | {
+            f"exact_{k}": v.mean for k, v in (ex.layers or {}).items()}
 
     def report(self, p):
         ex, lin = p.exact, p.activation == "linear"
@@ -80,7 +85,7 @@ class ExactMethod(Method):
                  f"{c.prior.mean:.3f}, copy-start {c.copy.mean:.3f}]")
         elif ex.branches_disagree:
             s = (f"exact: TWO BRANCHES prior-start {c.prior.mean:.3f}, copy-start {c.copy.mean:.3f} "
-                 f"(nested R-hat {c.nested_rhat:.2f}; the free energy weighs them: drop --no-free-energy)")
+                 f"(nested R-hat {c.nested_rhat:.2f}; the free energy weighs them where it runs: not under --no-free-energy, not for two layers)")
         else:
             s = f"exact {c.mean:.3f}+-{c.mcse:.3f} (R-hat {c.rhat:.3f}, ESS {c.ess:.0f})"
         if lin:
@@ -88,6 +93,10 @@ class ExactMethod(Method):
             s += f" |rho| {fam.abs_rho:.3f}"
             if fam.split:
                 s += f" [opposite-sign family: {fam.opposite.n} chains, |rho| {fam.opposite.abs_rho:.3f}]"
+        if ex.layers:  # which layer attends where: to x_l, x_{l-1}, x_{l-2}
+            s += " | layers " + ", ".join(
+                f"{i}: I {ex.layers[f'A{i}_I'].mean:.2f} S {ex.layers[f'A{i}_S'].mean:.2f} S2 {ex.layers[f'A{i}_S2'].mean:.2f}"
+                for i in (1, 2))
         if ex.n_stuck:
             s += f" [{ex.n_stuck} chains did not move]"
         return s
@@ -128,9 +137,10 @@ class ExactMethod(Method):
     def figures(self, res, arrays, out):
         if not any(p.exact is not None for p in res["points"]):
             return []
-        from copyjax.plots.phase_diagram import exact_histograms
+        from copyjax.plots.phase_diagram import exact_histograms, layer_orders
 
-        return exact_histograms(res, arrays, out)
+        two = any(p.exact is not None and p.exact.layers for p in res["points"])
+        return exact_histograms(res, arrays, out) + (layer_orders(res, arrays, out, LAYER_KEYS) if two else [])
 
     def chains(self, arrays):
         d = draws_with_prefix(arrays, self.prefix, ("c1", "cG", "abs_rho", "family", "loss"))
@@ -159,4 +169,4 @@ def exact_joint_starts(key, run, n: int, stats, hyper, activation: str, mask="fu
 METHOD = ExactMethod()
 
 
-__all__ = ["DEFAULT_EXACT_STEPS", "EXACT_KEYS", "exact_joint_starts", "exact_thin", "ExactMethod", "METHOD"]
+__all__ = ["DEFAULT_EXACT_STEPS", "EXACT_KEYS", "LAYER_KEYS", "exact_joint_starts", "exact_thin", "ExactMethod", "METHOD"]

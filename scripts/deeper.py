@@ -1,0 +1,164 @@
+"""Two attention layers: is the shift-k target copied by one head or by two composed heads?
+
+    python scripts/deeper.py --L 16 --V 32 --shift 2 --P 300 1000 3000 10000 --out runs/deeper/L16_k2
+    python scripts/deeper.py --L 16 --V 32 --shift 2 --no-residual --P 300 1000 3000 --out runs/deeper/L16_k2_plain
+
+At each P (sampled data), the exact posterior of (G_1, G_2) with W integrated out
+(``exact_posterior.sample_exact_posterior`` on ``masks.get("MASK+layers=2+shift=K")``: adaptive
+MALA on all 2 L^2 entries), its chains started in three families: from the prior, from the
+one-layer circuit (layer 2 attends to x_{l-k} itself; layer 1 to the token itself) and from
+the composed circuit (layer 1 a previous-token head, layer 2 copying the rest). Per family:
+the composition order parameter c_G of A_eff (1: an exact copy of x_{l-k}), each layer's
+weights on x_l, x_{l-1}, x_{l-2} (``Stack.layer_order``), the log density of the last draws,
+and where each chain ends: ``one_layer`` (A_2's weight on x_{l-k} above 1/2 and above the
+composed path's), ``composed`` (min of A_1's weight on x_{l-1} and A_2's on x_{l-k+1} above
+1/2 and above the one-layer path's) or ``pooling``. Start families that end apart with
+different log densities are coexisting phases (their weights need the free energy along a
+composition coordinate, not built yet); families that end together are one phase.
+
+Each P's record is saved under ``--out`` keyed by everything that determines it, so a rerun
+reuses finished points and recomputes the rest; ``results.json`` and ``layers.png`` at the end.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from _cli import mask_arg, nonneg_int, positive_int
+
+FAMILIES = ("prior", "one_layer", "composed")
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--L", type=positive_int("--L"), default=16, help="sequence length (>= 3)")
+    ap.add_argument("--V", type=positive_int("--V"), default=32, help="vocabulary size (>= 2)")
+    ap.add_argument("--activation", choices=["softmax", "linear"], default="softmax")
+    ap.add_argument("--mask", type=mask_arg, default="full", help="each layer's mask (copyjax.masks)")
+    ap.add_argument("--shift", type=int, choices=[1, 2], default=2, help="target y_l = x_{l-k}")
+    ap.add_argument("--no-residual", action="store_true", help="h = A_2 A_1 x (no residual stream)")
+    ap.add_argument("--P", type=positive_int("--P"), nargs="+", required=True, help="numbers of sequences")
+    ap.add_argument("--chains", type=positive_int("--chains"), default=4,
+                    help="chains per circuit start (twice as many from the prior)")
+    ap.add_argument("--steps", type=positive_int("--steps"), default=2000, help="MALA steps per chain (a third burn-in)")
+    ap.add_argument("--seed", type=nonneg_int("--seed"), default=0, help="the chains' key")
+    ap.add_argument("--data-seed", type=nonneg_int("--data-seed"), default=0, help="the data's key")
+    ap.add_argument("--out", default="runs/deeper", help="output folder (per-P records, results.json, layers.png)")
+    ap.add_argument("--no-progress", action="store_true")
+    return ap
+
+
+def circuit(o: dict, shift: int) -> str:
+    """Where a chain ends, from its per-layer weights ``o`` (final draw)."""
+    name = {0: "I", 1: "S", 2: "S2"}
+    one = o[f"A2_{name[shift]}"]
+    comp = min(o["A1_S"], o[f"A2_{name[shift - 1]}"])
+    if one > 0.5 and one > comp:
+        return "one_layer"
+    if comp > 0.5 and comp > one:
+        return "composed"
+    return "pooling"
+
+
+def run_point(a, spec: str, P: int) -> dict:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import copyjax as cj
+    from copyjax import exact_posterior, masks
+    from copyjax.data import sampled_stats
+
+    mask = masks.get(spec)
+    hyper = cj.default_hyper(a.activation, a.L)
+    stats = sampled_stats(jax.random.fold_in(jax.random.key(a.data_seed), P), P, a.L, a.V).astype(jnp.float32)
+    n = 4 * a.chains  # start_positions: half from the prior, the copy half alternating the two circuits
+    t0 = time.perf_counter()
+    run = exact_posterior.sample_exact_posterior(
+        jax.random.fold_in(jax.random.key(a.seed), P), stats, hyper, a.activation, n_chains=n, num_steps=a.steps,
+        burn_in=a.steps // 3, thin=max(1, a.steps // 300), progress=not a.no_progress,
+        desc=f"{spec} P={P}", mask=mask)
+    wall = time.perf_counter() - t0
+    d = {k: np.asarray(v, float) for k, v in run.samples.draws.items()}
+    fam = np.r_[np.zeros(n // 2, int), 1 + np.arange(n // 2) % 2]
+    keys = ("cG", "loss") + mask.layer_order_keys
+    out = {"P": P, "wall_s": wall, "acceptance": float(np.mean(run.acceptance)), "n_stuck": int(run.stuck.sum()),
+           "families": {}}
+    for f, name in enumerate(FAMILIES):
+        sel = (fam == f) & ~run.stuck
+        ends = [circuit({k: d[k][c, -1] for k in mask.layer_order_keys}, a.shift) for c in np.flatnonzero(sel)]
+        out["families"][name] = {
+            "n": int(sel.sum()),
+            **{k: {"mean": float(d[k][sel].mean()), "sd": float(d[k][sel].std())} for k in keys},
+            "logdensity_last": float(d["logdensity"][sel][:, -max(1, d["logdensity"].shape[1] // 5):].mean()),
+            "ends": {c: ends.count(c) for c in ("pooling", "one_layer", "composed")}}
+    return out
+
+
+def line(r: dict) -> str:
+    parts = []
+    for name, f in r["families"].items():
+        ends = ", ".join(f"{k} {v}" for k, v in f["ends"].items() if v)
+        parts.append(f"{name}: c_G {f['cG']['mean']:.3f} A1(I {f['A1_I']['mean']:.2f} S {f['A1_S']['mean']:.2f}) "
+                     f"A2(S {f['A2_S']['mean']:.2f} S2 {f['A2_S2']['mean']:.2f}) log p {f['logdensity_last']:.1f} "
+                     f"[ends {ends}]")
+    return f"P={r['P']:>6} ({r['wall_s']:.0f} s): " + " | ".join(parts)
+
+
+def figure(records: list, out: str, title: str) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    Ps = np.array([r["P"] for r in records], float)
+    for f, ls in zip(FAMILIES, ("-", "--", ":")):
+        for j, k in enumerate(("cG", "A1_I", "A1_S", "A2_S", "A2_S2")):
+            ax = axes[0] if k == "cG" else axes[1]
+            m = [r["families"][f][k]["mean"] for r in records]
+            sd = [r["families"][f][k]["sd"] for r in records]
+            ax.errorbar(Ps, m, sd, ls=ls, marker="o", ms=3, capsize=2, color=f"C{j}", label=f"{k}, {f} starts")
+    for ax, lab in zip(axes, ("c_G of A_eff (composition order parameter)", "layer i's weight on x_l / x_{l-1} / x_{l-2}")):
+        ax.set_xscale("log")
+        ax.set_xlabel("P")
+        ax.set_ylabel(lab)
+        ax.legend(fontsize=6, ncol=2)
+    fig.suptitle(title)
+    path = os.path.join(out, "layers.png")
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def main(argv=None):
+    ap = parser()
+    a = ap.parse_args(argv)
+    if a.L < 3:
+        ap.error(f"--L must be >= 3 (x_{{l-2}} distinct from x_l), got {a.L}")
+    from copyjax import results
+    from copyjax.specs import StackSpec
+
+    spec = StackSpec(a.mask, 2, not a.no_residual, a.shift).spec
+    os.makedirs(a.out, exist_ok=True)
+    records = []
+    for P in sorted(set(a.P)):
+        key = {"spec": spec, "L": a.L, "V": a.V, "activation": a.activation, "P": P, "chains": a.chains,
+               "steps": a.steps, "seed": a.seed, "data_seed": a.data_seed}
+        path = os.path.join(a.out, f"P{P}.json")
+        rec = results.load_if_same(path, key)
+        if rec is None:
+            rec = run_point(a, spec, P)
+            results.save_with_key(path, key, rec)
+        else:
+            rec = {k: v for k, v in rec.items() if k not in ("key", "key_hash")}
+        records.append(rec)
+        print(line(rec), flush=True)
+    results.write_json(os.path.join(a.out, "results.json"), {"spec": spec, "args": vars(a), "points": records})
+    print("figure:", figure(records, a.out, f"{spec}, {a.activation}, L={a.L}, V={a.V}"))
+
+
+if __name__ == "__main__":
+    main()
