@@ -10,11 +10,13 @@ one-layer circuit (layer 2 attends to x_{l-k} itself; layer 1 to the token itsel
 the composed circuit (layer 1 a previous-token head, layer 2 copying the rest). Per family:
 the composition order parameter c_G of A_eff (1: an exact copy of x_{l-k}), each layer's
 weights on x_l, x_{l-1}, x_{l-2} (``Stack.layer_order``), the log density of the last draws,
-and where each chain ends: ``one_layer`` (A_2's weight on x_{l-k} above 1/2 and above the
-composed path's), ``composed`` (min of A_1's weight on x_{l-1} and A_2's on x_{l-k+1} above
-1/2 and above the one-layer path's) or ``pooling``. Start families that end apart with
+and where each chain ends (``circuit``): ``one_layer`` (A_2's weight on x_{l-k} above 1/2),
+``composed`` (else A_eff copies, c_G > 0.3, through layer 1) or ``pooling``. Start families that end apart with
 different log densities are coexisting phases (their weights need the free energy along a
 composition coordinate, not built yet); families that end together are one phase.
+
+``--layers 1`` is the baseline: one layer on the same data and target, chains from the prior
+and the copy pattern (does a second layer move the transition?).
 
 Each P's record is saved under ``--out`` keyed by everything that determines it, so a rerun
 reuses finished points and recomputes the rest; ``results.json`` and ``layers.png`` at the end.
@@ -28,6 +30,7 @@ import time
 from _cli import mask_arg, nonneg_int, positive_int
 
 FAMILIES = ("prior", "one_layer", "composed")
+ONE_LAYER_FAMILIES = ("prior", "copy")  # --layers 1, the baseline: the copy pattern's starts
 
 
 def parser() -> argparse.ArgumentParser:
@@ -38,6 +41,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--mask", type=mask_arg, default="full", help="each layer's mask (copyjax.masks)")
     ap.add_argument("--shift", type=int, choices=[1, 2], default=2, help="target y_l = x_{l-k}")
     ap.add_argument("--no-residual", action="store_true", help="h = A_2 A_1 x (no residual stream)")
+    ap.add_argument("--layers", type=int, choices=[1, 2], default=2,
+                    help="1: the one-layer baseline on the same data and target (families prior, copy)")
     ap.add_argument("--P", type=positive_int("--P"), nargs="+", required=True, help="numbers of sequences")
     ap.add_argument("--chains", type=positive_int("--chains"), default=4,
                     help="chains per circuit start (twice as many from the prior)")
@@ -49,16 +54,22 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+def families(layers: int) -> tuple:
+    return FAMILIES if layers == 2 else ONE_LAYER_FAMILIES
+
+
 def circuit(o: dict, shift: int) -> str:
-    """Where a chain ends, from its per-layer weights ``o`` (final draw)."""
-    name = {0: "I", 1: "S", 2: "S2"}
-    one = o[f"A2_{name[shift]}"]
-    comp = min(o["A1_S"], o[f"A2_{name[shift - 1]}"])
-    if one > 0.5 and one > comp:
+    """Where a chain ends, from its final draw ``o`` (``cG`` and the per-layer weights):
+    ``one_layer`` where layer 2 puts more than half its weight on x_{l-k} itself, else
+    ``composed`` where A_eff copies all the same (c_G > 0.3: through layer 1, by any split of
+    the shift: on the cyclic mask (I, S^2), (S, S), (S^3, S^(L-1)), ... compose alike), else
+    ``pooling``."""
+    name = {1: "S", 2: "S2"}
+    if f"A2_{name[shift]}" not in o:  # one layer
+        return "copy" if o["cG"] > 0.3 else "pooling"
+    if o[f"A2_{name[shift]}"] > 0.5:
         return "one_layer"
-    if comp > 0.5 and comp > one:
-        return "composed"
-    return "pooling"
+    return "composed" if o["cG"] > 0.3 else "pooling"
 
 
 def run_point(a, spec: str, P: int) -> dict:
@@ -81,18 +92,20 @@ def run_point(a, spec: str, P: int) -> dict:
         desc=f"{spec} P={P}", mask=mask)
     wall = time.perf_counter() - t0
     d = {k: np.asarray(v, float) for k, v in run.samples.draws.items()}
-    fam = np.r_[np.zeros(n // 2, int), 1 + np.arange(n // 2) % 2]
+    fam = np.r_[np.zeros(n // 2, int), 1 + np.arange(n // 2) % (2 if a.layers == 2 else 1)]
     keys = ("cG", "loss") + mask.layer_order_keys
     out = {"P": P, "wall_s": wall, "acceptance": float(np.mean(run.acceptance)), "n_stuck": int(run.stuck.sum()),
            "families": {}}
-    for f, name in enumerate(FAMILIES):
+    for f, name in enumerate(families(a.layers)):
         sel = (fam == f) & ~run.stuck
-        ends = [circuit({k: d[k][c, -1] for k in mask.layer_order_keys}, a.shift) for c in np.flatnonzero(sel)]
+        final = {k: d[k][sel, -1].tolist() for k in keys}
+        ends = [circuit({k: v[j] for k, v in final.items()}, a.shift) for j in range(int(sel.sum()))]
         out["families"][name] = {
             "n": int(sel.sum()),
             **{k: {"mean": float(d[k][sel].mean()), "sd": float(d[k][sel].std())} for k in keys},
             "logdensity_last": float(d["logdensity"][sel][:, -max(1, d["logdensity"].shape[1] // 5):].mean()),
-            "ends": {c: ends.count(c) for c in ("pooling", "one_layer", "composed")}}
+            "ends": {c: ends.count(c) for c in ("pooling", "copy", "one_layer", "composed") if c in ends},
+            "final": final}
     return out
 
 
@@ -100,9 +113,9 @@ def line(r: dict) -> str:
     parts = []
     for name, f in r["families"].items():
         ends = ", ".join(f"{k} {v}" for k, v in f["ends"].items() if v)
-        parts.append(f"{name}: c_G {f['cG']['mean']:.3f} A1(I {f['A1_I']['mean']:.2f} S {f['A1_S']['mean']:.2f}) "
-                     f"A2(S {f['A2_S']['mean']:.2f} S2 {f['A2_S2']['mean']:.2f}) log p {f['logdensity_last']:.1f} "
-                     f"[ends {ends}]")
+        lay = (f" A1(I {f['A1_I']['mean']:.2f} S {f['A1_S']['mean']:.2f}) A2(S {f['A2_S']['mean']:.2f} "
+               f"S2 {f['A2_S2']['mean']:.2f})") if "A1_I" in f else ""
+        parts.append(f"{name}: c_G {f['cG']['mean']:.3f}{lay} log p {f['logdensity_last']:.1f} [ends {ends}]")
     return f"P={r['P']:>6} ({r['wall_s']:.0f} s): " + " | ".join(parts)
 
 
@@ -115,8 +128,8 @@ def figure(records: list, out: str, title: str) -> str:
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
     Ps = np.array([r["P"] for r in records], float)
-    for f, ls in zip(FAMILIES, ("-", "--", ":")):
-        for j, k in enumerate(("cG", "A1_I", "A1_S", "A2_S", "A2_S2")):
+    for f, ls in zip(records[0]["families"], ("-", "--", ":")):
+        for j, k in enumerate(k for k in ("cG", "A1_I", "A1_S", "A2_S", "A2_S2") if k in records[0]["families"][f]):
             ax = axes[0] if k == "cG" else axes[1]
             m = [r["families"][f][k]["mean"] for r in records]
             sd = [r["families"][f][k]["sd"] for r in records]
@@ -141,11 +154,13 @@ def main(argv=None):
     from copyjax import results
     from copyjax.specs import StackSpec
 
-    spec = StackSpec(a.mask, 2, not a.no_residual, a.shift).spec
+    if a.no_residual and a.layers == 1:
+        ap.error("--no-residual needs --layers 2")
+    spec = StackSpec(a.mask, a.layers, not a.no_residual, a.shift).spec
     os.makedirs(a.out, exist_ok=True)
     records = []
     for P in sorted(set(a.P)):
-        key = {"spec": spec, "L": a.L, "V": a.V, "activation": a.activation, "P": P, "chains": a.chains,
+        key = {"version": 2, "spec": spec, "L": a.L, "V": a.V, "activation": a.activation, "P": P, "chains": a.chains,
                "steps": a.steps, "seed": a.seed, "data_seed": a.data_seed}
         path = os.path.join(a.out, f"P{P}.json")
         rec = results.load_if_same(path, key)

@@ -470,5 +470,5 @@ def test_deeper_script_end_to_end_and_its_circuit_labels(tmp_path):
     for k in (1, 2):
         m = masks.get(f"full+layers=2+shift={k}")
         one, comp = m.copy_starts(6, "softmax", 20.0, jnp.float64)
-        assert [circuit(m.layer_order(G, "softmax"), k) for G in (one, comp, 0 * one)] == \
-            ["one_layer", "composed", "pooling"]
+        orders = [m.layer_order(G, "softmax") | m.order(m.attention(G, "softmax"), "softmax") for G in (one, comp, 0 * one)]
+        assert [circuit(o, k) for o in orders] == ["one_layer", "composed", "pooling"]
