@@ -107,13 +107,17 @@ def start_positions(key, centers, L: int, hyper, dtype=jnp.float64, coordinate: 
     window's centre: ``+ (center - xi) S`` (``"copy"``), ``+ (center - rho) U`` (``"mean"``; with
     ``copy_start``, also ``+ (copy_start - xi) (S - U)``, which leaves rho unchanged: it picks
     the sign of c_G, a slow variable above the linear crossover that the bias on rho does not
-    move); under a ``mask``, ``+ (center - xi) S`` with its copy coordinate and copy pattern
-    (the causal one has no wrap at row 0)."""
+    move); under a ``mask``, ``+ (center - xi) P`` with its copy coordinate and
+    ``copy_coordinate_pattern`` (the causal one has no wrap at row 0; two layers: layer 2's
+    copy pattern), G then of the mask's ``param_shape``."""
     centers = jnp.asarray(centers, dtype)
-    G = prior_G(key, (centers.shape[0], L, L), hyper, dtype)
     if coordinate == "copy":
         mask = masks.get(mask)
-        return G + (centers - mask.copy_coordinate(G))[:, None, None] * mask.copy_pattern(L, dtype)
+        shape = mask.param_shape(L)
+        G = prior_G(key, (centers.shape[0], *shape), hyper, dtype)
+        move = (centers - mask.copy_coordinate(G)).reshape((-1,) + (1,) * len(shape))
+        return G + move * mask.copy_coordinate_pattern(L, dtype)
+    G = prior_G(key, (centers.shape[0], L, L), hyper, dtype)
     check_coordinate(coordinate, "linear")
     S, U = shift_matrix(L, dtype), uniform_matrix(L, dtype)
     if copy_start is not None:

@@ -102,10 +102,11 @@ class Mask:
 
     layer_order_keys: tuple = ()  # the names ``layer_order`` returns
 
-    @property
-    def has_copy_coordinate(self) -> bool:
-        """Whether ``copy_direction`` exists (umbrella sampling along it, the free energy)."""
-        return True
+    def copy_coordinate_pattern(self, L: int, dtype=jnp.float32) -> jax.Array:
+        """``param_shape(L)``: the pattern P with ``copy_coordinate(lambda P) = lambda`` (umbrella
+        starts move along it): the copy pattern."""
+        return self.copy_pattern(L, dtype)
+
 
     # ---- the model, from the facts
     def attention(self, G: jax.Array, activation: str) -> jax.Array:
@@ -176,13 +177,14 @@ class Mask:
         return D / jnp.sum(S * D)
 
     def copy_coordinate(self, G: jax.Array) -> jax.Array:
-        """``xi(G) = <G, copy_direction(L)>``: the copy logit, ``(..., L, L) -> (...)``."""
-        return jnp.sum(G * self.copy_direction(G.shape[-1], G.dtype), axis=(-2, -1))
+        """``xi(G) = <G, copy_direction(L)>``: the copy logit, ``(..., *param_shape) -> (...)``."""
+        D = self.copy_direction(G.shape[-1], G.dtype)
+        return jnp.sum(G * D, axis=tuple(range(-D.ndim, 0)))
 
     def divide(self, L: int) -> float:
         """The copy order parameter of the softmax pattern at copy logit log(L) / 2: the
         divide between the pooling and copy phases."""
-        A = self.attention(0.5 * math.log(L) * self.copy_pattern(L, jnp.float64), "softmax")
+        A = self.attention(0.5 * math.log(L) * self.copy_coordinate_pattern(L, jnp.float64), "softmax")
         return float(self.order(A, "softmax")["cG"])
 
 

@@ -110,10 +110,6 @@ class Stack(Mask):
     def layer_order_keys(self) -> tuple:
         return () if self.layers == 1 else tuple(f"A{i + 1}_{n}" for i in range(self.layers) for n in ("I", "S", "S2"))
 
-    @property
-    def has_copy_coordinate(self) -> bool:
-        return self.layers == 1
-
     def layer_order(self, G: jax.Array, activation: str) -> dict:
         """Per layer i (1, 2) the mean over rows of its pattern's weight on the token itself
         (``A{i}_I``), the previous one (``A{i}_S``) and the one before (``A{i}_S2``): which
@@ -168,14 +164,35 @@ class Stack(Mask):
         return Mask.order(self, A, activation)
 
     def divide(self, L: int) -> float:
-        if self.layers == 1:
-            return Mask.divide(self, L) if self.shift > 1 else self.base.divide(L)
-        raise NotImplementedError(f"mask {self.spec!r}: no phase divide for two layers yet")
+        return self.base.divide(L) if self.layers == 1 and self.shift == 1 else Mask.divide(self, L)
+
+    def _layer_direction(self, L: int, dtype):
+        """``(L, L)``: one layer's copy logit of x_{l-k} above its row's mean over the base
+        mask's keys, averaged over the loss rows; ``<lambda S^k, D> = lambda``."""
+        S = self.copy_pattern(L, dtype)
+        ok, rows = self.base.allowed(L), self.loss_rows(L)
+        U = jnp.asarray(np.where(ok & rows[:, None], 1.0 / ok.sum(axis=1)[:, None], 0.0), dtype)
+        D = S - U
+        return D / jnp.sum(S * D)
 
     def copy_direction(self, L: int, dtype=jnp.float32):
+        """The copy coordinate umbrella sampling biases: layer 2's (the last layer's) copy logit
+        of the target x_{l-k}, layer 1 free. Along it the one-layer circuit forms; a composed
+        one shows in the per-layer order parameters of the windows' draws."""
         if self.layers == 1 and self.shift == 1:
             return self.base.copy_direction(L, dtype)
-        raise NotImplementedError(f"mask {self.spec!r}: no copy coordinate for umbrella sampling yet")
+        D = self._layer_direction(L, dtype)
+        return D if self.layers == 1 else jnp.zeros((self.layers, L, L), dtype).at[-1].set(D)
+
+    def copy_coordinate_pattern(self, L: int, dtype=jnp.float32):
+        """Layer 2's copy pattern; without the residual stream layer 1 attending to the token
+        itself as well (else A_eff = A_2 U = U copies nothing whatever layer 2 does). Layer 1
+        does not enter the coordinate, so ``copy_coordinate(lambda P) = lambda`` still."""
+        S = self.copy_pattern(L, dtype)
+        if self.layers == 1:
+            return S
+        first = jnp.zeros((L, L), dtype) if self.residual else self._shift(L, 0, dtype) * self.base.allowed(L)
+        return jnp.stack([first, S])
 
 
 __all__ = ["Stack"]

@@ -85,7 +85,7 @@ class ExactMethod(Method):
                  f"{c.prior.mean:.3f}, copy-start {c.copy.mean:.3f}]")
         elif ex.branches_disagree:
             s = (f"exact: TWO BRANCHES prior-start {c.prior.mean:.3f}, copy-start {c.copy.mean:.3f} "
-                 f"(nested R-hat {c.nested_rhat:.2f}; the free energy weighs them where it runs: not under --no-free-energy, not for two layers)")
+                 f"(nested R-hat {c.nested_rhat:.2f}; the free energy weighs them: drop --no-free-energy)")
         else:
             s = f"exact {c.mean:.3f}+-{c.mcse:.3f} (R-hat {c.rhat:.3f}, ESS {c.ess:.0f})"
         if lin:

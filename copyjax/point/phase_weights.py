@@ -22,7 +22,7 @@ class PhaseWeightsMethod(Method):
     def enabled(self, ctx):
         ex = ctx.done.get("exact")
         return bool(ctx.cfg["free_energy"]) and ctx.activation == "softmax" and ex is not None \
-            and ex.branches_disagree and ctx.mask.has_copy_coordinate
+            and ex.branches_disagree
 
     def run(self, ctx):
         from copyjax import free_energy
