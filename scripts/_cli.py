@@ -82,6 +82,28 @@ def mask_arg(s):
     return s.strip()
 
 
+def add_stack_options(ap) -> None:
+    """``--layers``, ``--shift``, ``--no-residual``: an architecture over ``--mask``
+    (``copyjax.masks.stack``); ``stack_mask`` turns them into the mask spec."""
+    ap.add_argument("--layers", type=int, choices=[1, 2], default=1,
+                    help="attention layers (copyjax.masks.stack): 2 gives h = A_2 (x + A_1 x) and the exact posterior "
+                         "of (G_1, G_2) with each layer's order parameters; no reduced theory")
+    ap.add_argument("--shift", type=positive_int("--shift"), default=1,
+                    help="the target is the token k back, y_l = x_{l-k} (1: the paper's copy task)")
+    ap.add_argument("--no-residual", action="store_true", help="with --layers 2: h = A_2 A_1 x (no residual stream)")
+
+
+def stack_mask(ap, a) -> str:
+    """The mask spec of ``--mask`` with ``add_stack_options``' architecture over it."""
+    if a.no_residual and a.layers == 1:
+        ap.error("--no-residual needs --layers 2 (one layer has no residual stream)")
+    if a.layers == 1 and a.shift == 1:
+        return a.mask
+    from copyjax.specs import StackSpec
+
+    return StackSpec(a.mask, a.layers, not a.no_residual, a.shift).spec
+
+
 def token_law_arg(s):
     """``--tokens uniform | zipf:S | markov:Q`` -> ``copyjax.specs.TokenLaw`` (zipf:0 and
     markov:0 are uniform), parsed without importing JAX."""

@@ -29,8 +29,9 @@ import sys
 import time
 from typing import NamedTuple
 
-from _cli import (add_compile_cache_option, add_distributed_options, enable_compile_cache, float_in, int_at_least,
-                  mask_arg, nonneg_int, positive_float, positive_int, start_distributed, token_law_arg)
+from _cli import (add_compile_cache_option, add_distributed_options, add_stack_options, enable_compile_cache, float_in,
+                  int_at_least, mask_arg, nonneg_int, positive_float, positive_int, stack_mask, start_distributed,
+                  token_law_arg)
 
 
 
@@ -65,6 +66,7 @@ def parser() -> argparse.ArgumentParser:
                     help="attention mask (copyjax.masks): full (cyclic, the paper's), causal (keys m <= l, no loss at "
                          "position 0) or window:W (keys l-W .. l); softmax only under a mask other than full (no reduced "
                          "theory: use --no-theory with --P or --scan P_lo P_hi)")
+    add_stack_options(ap)
     ap.add_argument("--P", type=positive_int("--P"), nargs="+",
                     help="P values (default softmax: the theory's posterior-form P* times 0.85 0.93 1 1.08 1.2; "
                          "linear: its onset P_1 times 0.6 0.8 1 1.1 1.2 1.35 1.5 2 3 5)")
@@ -121,6 +123,7 @@ def check_options(ap: argparse.ArgumentParser, a) -> None:
             ap.error("--no-theory with --scan needs the range: --scan P_lo P_hi")
     if not a.tokens.iid and not a.no_theory:
         ap.error(f"--tokens {a.tokens.spec}: the reduced theory needs i.i.d. tokens; add --no-theory")
+    a.mask = stack_mask(ap, a)  # two layers / shift k: windows on the last layer's copy logit of x_{l-k}
     if a.mask != "full":
         if a.activation != "softmax":
             ap.error(f"--mask {a.mask}: the linear windows bias the full mask's mean coordinate; use --activation softmax")

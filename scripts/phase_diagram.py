@@ -15,8 +15,8 @@ import os
 import sys
 import time
 
-from _cli import (SGLD_STARTS, add_compile_cache_option, add_distributed_options, enable_compile_cache, mask_arg,
-                  nonneg_int, positive_float, positive_int, start_distributed, token_law_arg)
+from _cli import (SGLD_STARTS, add_compile_cache_option, add_distributed_options, add_stack_options, enable_compile_cache,
+                  mask_arg, nonneg_int, positive_float, positive_int, stack_mask, start_distributed, token_law_arg)
 
 DEFAULT_FREE_ENERGY_STEPS = 300  # umbrella steps per window: ~20 s for the one window point at L = 64
 
@@ -51,13 +51,7 @@ def parser():
                     help="attention mask (copyjax.masks): full (cyclic, the paper's), causal (keys m <= l, no loss at "
                          "position 0) or window:W (keys l-W .. l); every method runs under it, the reduced theory's "
                          "lines and its NUTS only under full (the LLC is the full mask's)")
-    ap.add_argument("--layers", type=int, choices=[1, 2], default=1,
-                    help="attention layers (copyjax.masks.stack): 2 gives h = A_2 (x + A_1 x), the exact posterior "
-                         "of (G_1, G_2) with each layer's order parameters; no reduced theory, no free energy")
-    ap.add_argument("--shift", type=positive_int("--shift"), default=1,
-                    help="the target is the token k back, y_l = x_{l-k} (1: the paper's copy task)")
-    ap.add_argument("--no-residual", action="store_true",
-                    help="with --layers 2: h = A_2 A_1 x (no residual stream)")
+    add_stack_options(ap)
     ap.add_argument("--P-min", type=positive_float("--P-min"), help="smallest P (default: from theory)")
     ap.add_argument("--P-max", type=positive_float("--P-max"), help="largest P (default: from theory)")
     ap.add_argument("--n-P", type=positive_int("--n-P"), help="number of log-spaced P values")
@@ -172,15 +166,9 @@ def build_config(a, ap):
             ap.error(f"--tokens {a.tokens.spec}: the main job's theory lines and NUTS need i.i.d. tokens (uniform, "
                      "zipf:S); a Markov law: scripts/free_energy.py --tokens and scripts/transitions.py --forms map")
         cfg["tokens"] = a.tokens.spec
-    if a.no_residual and a.layers == 1:
-        ap.error("--no-residual needs --layers 2 (one layer has no residual stream)")
-    mask = a.mask
-    if a.layers > 1 or a.shift > 1:  # an architecture over the mask (copyjax.masks.stack)
-        from copyjax.specs import StackSpec
-
-        mask = StackSpec(a.mask, a.layers, not a.no_residual, a.shift).spec
-        if a.llc_steps:
-            ap.error("--llc-steps: the exact LLC is one layer's on the shift-1 target; drop --layers / --shift")
+    mask = stack_mask(ap, a)  # an architecture over the mask (copyjax.masks.stack)
+    if mask != a.mask and a.llc_steps:
+        ap.error("--llc-steps: the exact LLC is one layer's on the shift-1 target; drop --layers / --shift")
     if mask != "full":  # likewise
         cfg.update(op_chains=0, mask=mask)  # NUTS in order-parameter space samples the cyclic theory
     if free_energy:
