@@ -76,9 +76,10 @@ def mask_arg(s):
         name, _ = specs.mask_spec(s)
     except ValueError as e:
         raise argparse.ArgumentTypeError(f"--{e}") from None
-    if name == "stack":  # the library's two-layer / shift-k architectures: not in the scripts yet
-        raise argparse.ArgumentTypeError(f"--mask {s!r}: the scripts run one layer on the shift-1 target; "
-                                         "two layers and shift k are copyjax.masks.get(...) in Python")
+    if name == "stack":  # an architecture over the mask: its own options where a script takes it
+        raise argparse.ArgumentTypeError(f"--mask {s!r}: --mask takes a plain mask; two layers and shift k are "
+                                         "--layers / --shift / --no-residual (phase_diagram.py, free_energy.py, "
+                                         "deeper.py) or copyjax.masks.get(...) in Python")
     return s.strip()
 
 
