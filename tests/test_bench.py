@@ -394,7 +394,8 @@ def test_minibatch_samplers_get_an_unbiased_gradient_estimate(small_ref):
 
     assert bench.is_minibatch(capture) and not bench.is_minibatch(bench.SAMPLERS["sgld"])
     assert set(bench.SAMPLERS) - set(bench.FULL_BATCH) == {"sgld_mb", "psgld_mb", "sghmc_mb", "sgnht_mb"}
-    _algorithm(ref, capture, 1e-3, batch_size=10)
+    spec, _, data = _algorithm(ref, capture, 1e-3, batch_size=10)
+    spec.build(data)
     pos = {"W": jax.numpy.asarray(ref.W[0]), "G": jax.numpy.asarray(ref.G[0])}
     est = jax.vmap(lambda k: got["grad"](k, pos))(jax.random.split(jax.random.key(3), 4000))
     exact = jax.grad(got["logdensity"])(pos)
@@ -441,3 +442,28 @@ def test_devinterp_adapter_takes_blackjax_s_step():
         jax.tree.map(lambda x: x[:8], x0)))
     assert np.allclose(state.square_avg["W"], 0.01 * 4.0) and np.allclose(state.square_avg["G"], 0.01 * 4.0)
     assert is_minibatch(D.sgld_mb) and is_minibatch(D.rmsprop_sgld_mb) and not is_minibatch(D.sgld)
+
+
+@pytest.mark.parametrize("sampler, batch_size", [("mala", None), ("sgld_mb", 8)])
+def test_a_task_of_the_same_shapes_reuses_the_compiled_sampler(sampler, batch_size):
+    """The task's statistics (and tokens) enter the sampler's compiled program as arguments:
+    a second task of the same shapes (another data seed) runs the same program, counted in
+    the driver's jit cache; and its draws differ (the data did reach it). A sampler closed over
+    the statistics (as a plain ``build(logdensity_fn, ...)`` call is) compiles once per task,
+    with C a constant of each program."""
+    from types import SimpleNamespace
+
+    from copyjax import bench, chains
+    from copyjax.bench.score import run
+    from copyjax.samplers.registry import SAMPLERS
+
+    build = SAMPLERS[sampler]
+    draws, sizes = [], []
+    for data_seed in (0, 1):
+        ref = SimpleNamespace(task=bench.Task(4, 3, "softmax", 60, data_seed))
+        s, _ = run(ref, build, 1e-3, start="prior", n_chains=4, num_steps=20, thin=10, key=jax.random.key(0),
+                   batch_size=batch_size)
+        draws.append(np.asarray(s.draws["loss"]))
+        sizes.append(chains._advance._cache_size())
+    assert sizes[1] == sizes[0], sizes
+    assert not np.allclose(draws[0], draws[1])

@@ -47,6 +47,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
+from typing import NamedTuple
 from dataclasses import asdict, dataclass
 
 import jax
@@ -127,24 +128,59 @@ def _positions(ref: Reference, start: str, n: int, key):
     return {"W": p.W, "G": p.G}
 
 
+class _OnTask(NamedTuple):
+    """``factory`` at ``step_size`` as the chain driver's spec: ``build(data)`` makes the sampler
+    from the task's arrays (``data``: the statistics, and the tokens for a minibatch sampler),
+    so they enter the compiled program as arguments, never as constants, and a task of the same
+    shapes reuses the program (a closed-over C is compiled into each task's program; see
+    docs/benchmarks.md, "Roofline", for what constant folding can make of it).
+    ``resume``: ``init`` keeps a chain's state as it is (the budget's pilots)."""
+
+    factory: object
+    step_size: float
+    hyper: object
+    activation: str
+    batch_size: int | None = None
+    resume: bool = False
+
+    def build_algorithm(self, data) -> SamplingAlgorithm:
+        stats = data[0]
+        logdensity = lambda pos: logdensity_from_stats(Params(pos["W"], pos["G"]), stats, self.hyper, self.activation)
+        if self.batch_size is None:
+            return self.factory(logdensity, self.step_size)
+        est, draw = network_grad_estimator(stats, self.hyper, self.activation, data[1], self.batch_size)
+
+        def grad_estimator(key, pos):
+            g = est(Params(pos["W"], pos["G"]), draw(key))
+            return {"W": g.W, "G": g.G}
+
+        return self.factory(logdensity, grad_estimator, self.step_size)
+
+    def build(self, data) -> SamplingAlgorithm:
+        alg = self.build_algorithm(data)
+        return SamplingAlgorithm(lambda state: state, alg.step) if self.resume else alg
+
+
+class _Observed(NamedTuple):
+    """c_G and the loss of a position on the task's statistics (``data[0]``)."""
+
+    hyper: object
+    activation: str
+
+    def __call__(self, pos, data) -> dict:
+        obs = observables(Params(pos["W"], pos["G"]), data[0], self.hyper, self.activation)
+        return {k: v for k, v in obs.items() if k in ("cG", "loss")}
+
+
 def _algorithm(ref: Reference, build, step_size: float, batch_size: int | None = None):
-    """``(algorithm, observe)`` of ``build`` on ``ref``'s task: the sampler on the exact log
-    posterior (a minibatch sampler also gets ``grad_estimator(rng_key, position)`` on
-    ``batch_size`` sequences), and the observed scalars (c_G and the loss) of a position."""
+    """``(spec, observe, data)`` of ``build`` on ``ref``'s task for ``chains.run_chains``: the
+    sampler on the exact log posterior (a minibatch sampler also gets ``grad_estimator(rng_key,
+    position)`` on ``batch_size`` sequences), the observed scalars (c_G and the loss), and the
+    task's arrays they take."""
     t = ref.task
-    stats, h = t.stats(), t.hyper
-    logdensity = lambda pos: logdensity_from_stats(Params(pos["W"], pos["G"]), stats, h, t.activation)
-    observe = lambda pos: {k: v for k, v in observables(Params(pos["W"], pos["G"]), stats, h, t.activation).items()
-                           if k in ("cG", "loss")}
-    if not is_minibatch(build):
-        return build(logdensity, step_size), observe
-    est, draw = network_grad_estimator(stats, h, t.activation, t.tokens(), _batch_size(build, batch_size, t.P))
-
-    def grad_estimator(key, pos):
-        g = est(Params(pos["W"], pos["G"]), draw(key))
-        return {"W": g.W, "G": g.G}
-
-    return build(logdensity, grad_estimator, step_size), observe
+    batch = _batch_size(build, batch_size, t.P)
+    data = (t.stats(),) if batch is None else (t.stats(), t.tokens())
+    return _OnTask(build, float(step_size), t.hyper, t.activation, batch), _Observed(t.hyper, t.activation), data
 
 
 def _batch_size(build, batch_size, P: int) -> int | None:
@@ -166,11 +202,11 @@ def run(ref: Reference, build, step_size: float, *, start: str, n_chains: int, n
     """``(chains.Samples, wall seconds)``: ``build(logdensity_fn, step_size)`` (a minibatch
     sampler: ``build(logdensity_fn, grad_estimator, step_size)`` on ``batch_size`` sequences) run
     from ``start`` ("exact" or "prior"), observing c_G and the loss every ``thin`` steps from step 0."""
-    alg, observe = _algorithm(ref, build, step_size, batch_size)
+    spec, observe, data = _algorithm(ref, build, step_size, batch_size)
     init = _positions(ref, start, n_chains, jax.random.fold_in(key, 1))
     t0 = time.perf_counter()
-    s = chains.run_algorithm(jax.random.fold_in(key, 2), alg, init, observe,
-                             schedule=chains.Schedule(num_steps, 0, thin), progress=progress, desc=f"{start} starts")
+    s = chains.run_chains(jax.random.fold_in(key, 2), spec, init, observe, data,
+                          schedule=chains.Schedule(num_steps, 0, thin), progress=progress, desc=f"{start} starts")
     jax.block_until_ready(s.draws)
     return s, time.perf_counter() - t0
 
@@ -327,12 +363,13 @@ def steps_for_budget(ref: Reference, build, step_size: float, budget_seconds: fl
     if not (np.isfinite(budget_seconds) and budget_seconds > 0):
         raise ValueError(f"budget_seconds must be a finite number > 0, got {budget_seconds}")
     thin = check_size("thin", thin, 1)
-    alg, observe = _algorithm(ref, build, float(step_size), batch_size)
+    spec, observe, data = _algorithm(ref, build, float(step_size), batch_size)
     key = jax.random.fold_in(jax.random.key(seed), 7)
     schedule = lambda n: chains.Schedule(n * thin, 0, thin)
-    tuned = chains.run_algorithm(key, alg, _positions(ref, "exact", n_chains, key), observe, schedule=schedule(2)).final
-    resume = SamplingAlgorithm(lambda state: state, alg.step)  # a chain's state as its own start
-    pilot = lambda n: chains.run_algorithm(key, resume, tuned, observe, schedule=schedule(n))
+    tuned = chains.run_chains(key, spec, _positions(ref, "exact", n_chains, key), observe, data,
+                              schedule=schedule(2)).final
+    resume = spec._replace(resume=True)  # a chain's state as its own start
+    pilot = lambda n: chains.run_chains(key, resume, tuned, observe, data, schedule=schedule(n))
 
     def wall(n):
         best = float("inf")
