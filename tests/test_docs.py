@@ -87,3 +87,19 @@ def test_the_roofline_table_quotes_its_json():
         assert fracs == [round(100 * by_n[n]["frac_matmul"]) for n in (256, 1024, 4096)], (kernel, fracs)
     lim = res["limits"]
     assert f"at {lim['matmul_flops'] / 1e9:.0f} GFLOP/s" in page and f"at {lim['bandwidth'] / 1e9:.1f} GB/s" in page
+
+
+def test_the_skinny_gemm_tables_quote_their_json():
+    """docs/benchmarks.md's two skinny-GEMM tables are the saved run's JSON, rounded as printed."""
+    import json
+
+    res = json.loads((ROOT / "docs" / "figures" / "skinny_gemm_cpu_L64_V32.json").read_text())
+    page = (ROOT / "docs" / "benchmarks.md").read_text().split("## The main job's batch", 1)[1].split("\n## ", 1)[0]
+    rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in page.splitlines()
+            if ln.startswith("| ") and "---" not in ln and "rows of X" not in ln and "chains |" not in ln]
+    gemm, action = rows[:len(res["gemm"])], rows[len(res["gemm"]):]
+    assert [[int(r[0]), float(r[1]), int(r[2]), float(r[3]), int(r[4])] for r in gemm] == [
+        [g["rows"], round(g["ms_C"], 2), round(g["gflops_C"]), round(g["ms_Ct"], 2), round(g["gflops_Ct"])]
+        for g in res["gemm"]]
+    assert [[int(r[0]), float(r[1]), float(r[2])] for r in action] == [
+        [a["chains"], round(a["ms"], 2), round(a["ms_per_chain"], 2)] for a in res["action"]]
