@@ -10,8 +10,10 @@ one-layer circuit (layer 2 attends to x_{l-k} itself; layer 1 to the token itsel
 the composed circuit (layer 1 a previous-token head, layer 2 copying the rest). Per family:
 the composition order parameter c_G of A_eff (1: an exact copy of x_{l-k}), each layer's
 weights on x_l, x_{l-1}, x_{l-2} (``Stack.layer_order``), the log density of the last draws,
-and where each chain ends (``circuit``): ``one_layer`` (A_2's weight on x_{l-k} above 1/2),
-``composed`` (else A_eff copies, c_G > 0.3, through layer 1) or ``pooling``. Start families that end apart with
+and where each chain ends (``circuit``): ``pooling`` (A_eff does not copy: softmax, c_G below the mask's phase divide, the free
+energy's; linear, |c_G| <= 0.3), else
+``one_layer`` or ``composed`` by which path carries more of A_eff's weight on x_{l-k} (layer 2
+on x_{l-k} itself, or layer 1 carrying part of the shift). Start families that end apart with
 different log densities are coexisting phases (their weights need the free energy along a
 composition coordinate, not built yet); families that end together are one phase.
 
@@ -58,18 +60,39 @@ def families(layers: int) -> tuple:
     return FAMILIES if layers == 2 else ONE_LAYER_FAMILIES
 
 
-def circuit(o: dict, shift: int) -> str:
-    """Where a chain ends, from its final draw ``o`` (``cG`` and the per-layer weights):
-    ``one_layer`` where layer 2 puts more than half its weight on x_{l-k} itself, else
-    ``composed`` where A_eff copies all the same (c_G > 0.3: through layer 1, by any split of
-    the shift: on the cyclic mask (I, S^2), (S, S), (S^3, S^(L-1)), ... compose alike), else
-    ``pooling``."""
-    name = {1: "S", 2: "S2"}
-    if f"A2_{name[shift]}" not in o:  # one layer
-        return "copy" if o["cG"] > 0.3 else "pooling"
-    if o[f"A2_{name[shift]}"] > 0.5:
-        return "one_layer"
-    return "composed" if o["cG"] > 0.3 else "pooling"
+def circuit(o: dict, shift: int, residual: bool = True, divide: float = 0.3) -> str:
+    """Where a chain ends, from its final draw ``o`` (``cG`` and the per-layer weights on x_l,
+    x_{l-1}, x_{l-2}): ``pooling`` where A_eff does not copy (|c_G| <= ``divide``: softmax, the
+    mask's phase divide, as the free energy's; linear, 0.3), else the path that
+    carries more of A_eff's weight on x_{l-k}: ``one_layer`` (layer 2 on x_{l-k}, through the
+    residual stream and layer 1's weight on the token itself: w2(S^k) (r + w1(I)), r = 1 with
+    the residual) or ``composed`` (layer 1 carrying part of the shift: the sum over j < k of
+    w2(S^j) w1(S^(k-j))). Linear weights may be negative; the products say which path copies."""
+    if "A2_S" not in o:  # one layer
+        return "copy" if abs(o["cG"]) > divide else "pooling"
+    if not abs(o["cG"]) > divide:  # linear: the posterior is even in G_2 -> -G_2 (A_eff -> -A_eff)
+        return "pooling"
+    w1 = (o["A1_I"], o["A1_S"], o["A1_S2"])
+    w2 = (o["A2_I"], o["A2_S"], o["A2_S2"])
+    one = w2[shift] * (float(residual) + w1[0])
+    composed = sum(w2[j] * w1[shift - j] for j in range(shift))
+    return "one_layer" if abs(one) >= abs(composed) else "composed"
+
+
+def copy_divide(mask, a) -> float:
+    """The c_G below which a chain pools: softmax, the mask's phase divide (c_G at the copy
+    logit log(L) / 2, as in the free energy); linear (no such logit), 0.3."""
+    return mask.divide(a.L) if a.activation == "softmax" else 0.3
+
+
+def label_ends(rec: dict, shift: int, residual: bool, divide: float) -> dict:
+    """``rec`` with each family's ``ends`` counted from its chains' final draws (so a record
+    saved under another labelling rule is relabelled, not rerun)."""
+    for f in rec["families"].values():
+        final = f["final"]
+        ends = [circuit({k: v[j] for k, v in final.items()}, shift, residual, divide) for j in range(f["n"])]
+        f["ends"] = {c: ends.count(c) for c in ("pooling", "copy", "one_layer", "composed") if c in ends}
+    return rec
 
 
 def run_point(a, spec: str, P: int) -> dict:
@@ -98,15 +121,12 @@ def run_point(a, spec: str, P: int) -> dict:
            "families": {}}
     for f, name in enumerate(families(a.layers)):
         sel = (fam == f) & ~run.stuck
-        final = {k: d[k][sel, -1].tolist() for k in keys}
-        ends = [circuit({k: v[j] for k, v in final.items()}, a.shift) for j in range(int(sel.sum()))]
         out["families"][name] = {
             "n": int(sel.sum()),
             **{k: {"mean": float(d[k][sel].mean()), "sd": float(d[k][sel].std())} for k in keys},
             "logdensity_last": float(d["logdensity"][sel][:, -max(1, d["logdensity"].shape[1] // 5):].mean()),
-            "ends": {c: ends.count(c) for c in ("pooling", "copy", "one_layer", "composed") if c in ends},
-            "final": final}
-    return out
+            "final": {k: d[k][sel, -1].tolist() for k in keys}}
+    return label_ends(out, a.shift, not a.no_residual, copy_divide(mask, a))
 
 
 def line(r: dict) -> str:
@@ -138,7 +158,10 @@ def figure(records: list, out: str, title: str) -> str:
         ax.set_xscale("log")
         ax.set_xlabel("P")
         ax.set_ylabel(lab)
-        ax.legend(fontsize=6, ncol=2)
+        if ax.get_legend_handles_labels()[0]:  # one layer has no per-layer weights
+            ax.legend(fontsize=6, ncol=2)
+        else:
+            ax.set_visible(False)
     fig.suptitle(title)
     path = os.path.join(out, "layers.png")
     fig.savefig(path, dpi=120, bbox_inches="tight")
@@ -151,7 +174,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.L < 3:
         ap.error(f"--L must be >= 3 (x_{{l-2}} distinct from x_l), got {a.L}")
-    from copyjax import results
+    from copyjax import masks, results
     from copyjax.specs import StackSpec
 
     if a.no_residual and a.layers == 1:
@@ -168,7 +191,8 @@ def main(argv=None):
             rec = run_point(a, spec, P)
             results.save_with_key(path, key, rec)
         else:
-            rec = {k: v for k, v in rec.items() if k not in ("key", "key_hash")}
+            rec = label_ends({k: v for k, v in rec.items() if k not in ("key", "key_hash")}, a.shift, not a.no_residual,
+                             copy_divide(masks.get(spec), a))
         records.append(rec)
         print(line(rec), flush=True)
     results.write_json(os.path.join(a.out, "results.json"), {"spec": spec, "args": vars(a), "points": records})

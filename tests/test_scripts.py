@@ -436,10 +436,10 @@ def test_every_script_is_a_main_and_leaves_sys_path_to_the_install():
 
 
 @pytest.mark.slow
-def test_deeper_script_end_to_end_and_its_circuit_labels(tmp_path):
+def test_deeper_script_end_to_end(tmp_path):
     """scripts/deeper.py at L = 4, V = 3: one record per P with the three start families, each
     chain's end circuit, results.json and the figure; a rerun reuses the records, another data
-    seed recomputes them. The labels of the stack's own perfect circuits are theirs."""
+    seed recomputes them."""
     args = ["--L", "4", "--V", "3", "--P", "20", "400", "--chains", "1", "--steps", "90", "--no-progress",
             "--out", str(tmp_path)]
     r = run("deeper.py", args)
@@ -458,6 +458,14 @@ def test_deeper_script_end_to_end_and_its_circuit_labels(tmp_path):
     assert_cli_error(run("deeper.py", ["--L", "2", "--P", "10", "--out", str(tmp_path)]), "--L")
     assert_cli_error(run("deeper.py", ["--shift", "3", "--P", "10", "--out", str(tmp_path)]), "--shift")
 
+
+def test_deepers_circuit_labels():
+    """``deeper.circuit`` labels the stack's own circuits (its ``copy_starts``, with and without
+    the residual stream, k = 1 and 2) as theirs and the uniform pattern as pooling; and a
+    linear one-layer circuit whose layer 2 puts less than half its weight on x_{l-1} while
+    layer 1 scales the residual stream (A1 on x_l -0.21, on x_{l-1} 0.01: measured at L = 16,
+    P = 2000) is one head, not composed (the rule before labelled it by A_2's weight > 1/2);
+    either sign of a linear copy is a copy."""
     import jax.numpy as jnp
 
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
@@ -468,7 +476,21 @@ def test_deeper_script_end_to_end_and_its_circuit_labels(tmp_path):
     from copyjax import masks
 
     for k in (1, 2):
-        m = masks.get(f"full+layers=2+shift={k}")
-        one, comp = m.copy_starts(6, "softmax", 20.0, jnp.float64)
-        orders = [m.layer_order(G, "softmax") | m.order(m.attention(G, "softmax"), "softmax") for G in (one, comp, 0 * one)]
-        assert [circuit(o, k) for o in orders] == ["one_layer", "composed", "pooling"]
+        for residual in (True, False):
+            m = masks.get(f"full+layers=2+shift={k}" + ("" if residual else "+residual=no"))
+            one, comp = m.copy_starts(6, "softmax", 20.0, jnp.float64)
+            orders = [m.layer_order(G, "softmax") | m.order(m.attention(G, "softmax"), "softmax")
+                      for G in (one, comp, 0 * one)]
+            assert [circuit(o, k, residual) for o in orders] == ["one_layer", "composed", "pooling"], (k, residual)
+    linear = {"cG": 0.477, "A1_I": -0.21, "A1_S": 0.01, "A1_S2": 0.0, "A2_I": 0.02, "A2_S": 0.39, "A2_S2": 0.0}
+    assert circuit(linear, 1) == "one_layer"
+    assert circuit(linear | {"A1_S": 0.6, "A2_I": 0.5, "A2_S": 0.1}, 1) == "composed"
+    # the other sign family (G_2 -> -G_2: A_eff -> -A_eff) copies all the same
+    flipped = linear | {"cG": -0.477, "A2_I": -0.02, "A2_S": -0.39}
+    assert circuit(flipped, 1) == "one_layer" and circuit({"cG": -0.72}, 2) == "copy"
+    # softmax with the residual stream: c_G of A_eff is on one layer's scale, so a copy phase
+    # at L = 32 sits at c_G 0.29 (P = 3000): pooling is below the mask's phase divide (0.064)
+    copying = {"cG": 0.288, "A1_I": 0.051, "A1_S": 0.03, "A1_S2": 0.03, "A2_I": 0.013, "A2_S": 0.014, "A2_S2": 0.58}
+    divide = masks.get("full+layers=2+shift=2").divide(32)
+    assert circuit(copying, 2, True, divide) == "one_layer"
+    assert circuit(copying | {"cG": 0.01}, 2, True, divide) == "pooling"
