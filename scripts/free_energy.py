@@ -126,7 +126,9 @@ def check_options(ap: argparse.ArgumentParser, a) -> None:
     a.mask = stack_mask(ap, a)  # two layers / shift k: windows on the last layer's copy logit of x_{l-k}
     if a.mask != "full":
         if a.activation != "softmax":
-            ap.error(f"--mask {a.mask}: the linear windows bias the full mask's mean coordinate; use --activation softmax")
+            opt = "--layers / --shift" if "+" in a.mask else "--mask"  # the stack options build a mask spec
+            ap.error(f"{opt} (mask {a.mask}): the linear windows bias the full mask's mean coordinate; "
+                     "use --activation softmax")
         if not a.no_theory:
             ap.error(f"--mask {a.mask}: the reduced theory is the full mask's; add --no-theory")
 

@@ -47,6 +47,8 @@ def run(script, args, env=None):
     ("transitions.py", ["--exact", "/nonexistent"], "--exact /nonexistent: no readable"),
     ("free_energy.py", ["--tokens", "markov:0.3"], "--tokens"),
     ("free_energy.py", ["--tokens", "gauss"], "--tokens"),
+    ("free_energy.py", ["--activation", "linear", "--layers", "2", "--P", "100", "--no-theory"], "--layers / --shift"),
+    ("free_energy.py", ["--activation", "linear", "--mask", "causal", "--P", "100", "--no-theory"], "--mask"),
     ("demo.py", ["--L", "1"], "--L must be >= 2"),
     ("demo.py", ["--Ps", "0"], "--Ps must be >= 1"),
     ("demo.py", ["--seed", "-2"], "--seed must be >= 0"),
