@@ -47,8 +47,8 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
-from typing import NamedTuple
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 import jax
 import numpy as np
@@ -60,7 +60,7 @@ from copyjax._checks import check_size
 from copyjax.samplers.registry import grads_per_step, is_minibatch
 from copyjax.bench.task import Reference
 from copyjax.minibatch import check_batch_size
-from copyjax.network import Params, init_params, logdensity_from_stats, observables
+from copyjax.network import Observer, Params, init_params, logdensity_from_stats
 from copyjax.samplers import network_grad_estimator
 
 Z_MAX = 4.0  # bias and sd tolerances, in standard errors
@@ -130,7 +130,7 @@ def _positions(ref: Reference, start: str, n: int, key):
 
 class _OnTask(NamedTuple):
     """``factory`` at ``step_size`` as the chain driver's spec: ``build(data)`` makes the sampler
-    from the task's arrays (``data``: the statistics, and the tokens for a minibatch sampler),
+    from the task's arrays (``data``: ``{"stats"[, "tokens"]}``, as ``samplers.NetworkSampler``'s),
     so they enter the compiled program as arguments, never as constants, and a task of the same
     shapes reuses the program (a closed-over C is compiled into each task's program; see
     docs/benchmarks.md, "Roofline", for what constant folding can make of it).
@@ -144,11 +144,11 @@ class _OnTask(NamedTuple):
     resume: bool = False
 
     def build_algorithm(self, data) -> SamplingAlgorithm:
-        stats = data[0]
+        stats = data["stats"]
         logdensity = lambda pos: logdensity_from_stats(Params(pos["W"], pos["G"]), stats, self.hyper, self.activation)
         if self.batch_size is None:
             return self.factory(logdensity, self.step_size)
-        est, draw = network_grad_estimator(stats, self.hyper, self.activation, data[1], self.batch_size)
+        est, draw = network_grad_estimator(stats, self.hyper, self.activation, data["tokens"], self.batch_size)
 
         def grad_estimator(key, pos):
             g = est(Params(pos["W"], pos["G"]), draw(key))
@@ -162,14 +162,12 @@ class _OnTask(NamedTuple):
 
 
 class _Observed(NamedTuple):
-    """c_G and the loss of a position on the task's statistics (``data[0]``)."""
+    """``network.Observer`` on the bench's positions (``{"W", "G"}`` dicts, blackjax's)."""
 
-    hyper: object
-    activation: str
+    observer: Observer
 
     def __call__(self, pos, data) -> dict:
-        obs = observables(Params(pos["W"], pos["G"]), data[0], self.hyper, self.activation)
-        return {k: v for k, v in obs.items() if k in ("cG", "loss")}
+        return self.observer(Params(pos["W"], pos["G"]), data)
 
 
 def _algorithm(ref: Reference, build, step_size: float, batch_size: int | None = None):
@@ -179,8 +177,9 @@ def _algorithm(ref: Reference, build, step_size: float, batch_size: int | None =
     task's arrays they take."""
     t = ref.task
     batch = _batch_size(build, batch_size, t.P)
-    data = (t.stats(),) if batch is None else (t.stats(), t.tokens())
-    return _OnTask(build, float(step_size), t.hyper, t.activation, batch), _Observed(t.hyper, t.activation), data
+    data = {"stats": t.stats()} if batch is None else {"stats": t.stats(), "tokens": t.tokens()}
+    observe = _Observed(Observer(t.hyper, t.activation, ("cG", "loss")))
+    return _OnTask(build, float(step_size), t.hyper, t.activation, batch), observe, data
 
 
 def _batch_size(build, batch_size, P: int) -> int | None:
