@@ -126,7 +126,7 @@ def run_point(a, spec: str, P: int) -> dict:
             **{k: {"mean": float(d[k][sel].mean()), "sd": float(d[k][sel].std())} for k in keys},
             "logdensity_last": float(d["logdensity"][sel][:, -max(1, d["logdensity"].shape[1] // 5):].mean()),
             "final": {k: d[k][sel, -1].tolist() for k in keys}}
-    return label_ends(out, a.shift, not a.no_residual, copy_divide(mask, a))
+    return out
 
 
 def line(r: dict) -> str:
@@ -182,6 +182,7 @@ def main(argv=None):
     spec = StackSpec(a.mask, a.layers, not a.no_residual, a.shift).spec
     os.makedirs(a.out, exist_ok=True)
     records = []
+    divide = copy_divide(masks.get(spec), a)
     for P in sorted(set(a.P)):
         key = {"version": 2, "spec": spec, "L": a.L, "V": a.V, "activation": a.activation, "P": P, "chains": a.chains,
                "steps": a.steps, "seed": a.seed, "data_seed": a.data_seed}
@@ -191,10 +192,9 @@ def main(argv=None):
             rec = run_point(a, spec, P)
             results.save_with_key(path, key, rec)
         else:
-            rec = label_ends({k: v for k, v in rec.items() if k not in ("key", "key_hash")}, a.shift, not a.no_residual,
-                             copy_divide(masks.get(spec), a))
-        records.append(rec)
-        print(line(rec), flush=True)
+            rec = {k: v for k, v in rec.items() if k not in ("key", "key_hash")}
+        records.append(label_ends(rec, a.shift, not a.no_residual, divide))
+        print(line(records[-1]), flush=True)
     results.write_json(os.path.join(a.out, "results.json"), {"spec": spec, "args": vars(a), "points": records})
     print("figure:", figure(records, a.out, f"{spec}, {a.activation}, L={a.L}, V={a.V}"))
 
