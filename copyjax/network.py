@@ -29,6 +29,12 @@ class Params(NamedTuple):
     W: jax.Array
     G: jax.Array
 
+    @classmethod
+    def of(cls, position) -> Params:
+        """``position`` as Params: a Params as it is, a mapping ``{"W", "G"}`` (the positions the
+        bench hands its samplers) by key."""
+        return position if isinstance(position, cls) else cls(position["W"], position["G"])
+
 
 def init_params(key, L: int, V: int, hyper, dtype=jnp.float32, mask="full") -> Params:
     """A draw from the prior: ``W ~ N(0, sigma_w2 / V)``, ``G ~ N(0, sigma_g2)`` of the
@@ -65,10 +71,12 @@ def sample_w_posterior(key, A: jax.Array, stats, hyper, mask="full") -> jax.Arra
     return mean + jnp.sqrt(hyper.sigma_w2 / V) * noise
 
 
-def logdensity_from_stats(params: Params, stats, hyper, activation: str, mask="full") -> jax.Array:
+def logdensity_from_stats(params, stats, hyper, activation: str, mask="full") -> jax.Array:
     """Exact log posterior ``log p(W, G | data)`` (unnormalised) through the statistics, under
-    ``mask`` (its pattern, the loss over its loss rows; the prior over every entry of G)."""
-    mask = masks.get(mask)
+    ``mask`` (its pattern, the loss over its loss rows; the prior over every entry of G).
+    ``params``: a Params or a mapping ``{"W", "G"}`` (``Params.of``); its gradient has the same
+    structure."""
+    mask, params = masks.get(mask), Params.of(params)
     A = mask.attention(params.G, activation)
     return mask.log_likelihood(params.W, A, stats, hyper.beta) + log_prior(params.W, params.G, hyper)
 
@@ -106,15 +114,16 @@ def observables(params: Params, stats, hyper, activation: str, mask="full") -> d
 
 class Observer(NamedTuple):
     """Hashable ``observe(position, data)`` for ``chains.run_chains(..., data=...)``:
-    ``observables`` with the statistics from ``data["stats"]``, restricted to ``keys``."""
+    ``observables`` with the statistics from ``data["stats"]``, restricted to ``keys``;
+    ``position`` a Params or a mapping ``{"W", "G"}``."""
 
     hyper: object
     activation: str
     keys: tuple = ("c1", "cG", "coverage", "loss", "logpost")
     mask: object = "full"  # a masks name or Mask
 
-    def __call__(self, position: Params, data) -> dict:
-        out = observables(position, data["stats"], self.hyper, self.activation, self.mask)
+    def __call__(self, position, data) -> dict:
+        out = observables(Params.of(position), data["stats"], self.hyper, self.activation, self.mask)
         return {k: out[k] for k in self.keys}
 
 

@@ -200,3 +200,35 @@ def test_network_sampler_runs_the_registrys_samplers():
         S.NetworkSampler(h, "softmax", "mala", 8).build({"stats": st, "step_size": 1e-3, "tokens": tok})
     with pytest.raises(ValueError, match="kind must be one of"):
         S.NetworkSampler(h, "softmax", "sgld_mb").build({"stats": st, "step_size": 1e-3})
+
+
+def test_network_sampler_takes_a_build_function_on_mapping_positions():
+    """The bench's user samplers run through the same spec: a build function as ``kind`` (here
+    the registry's own MALA and minibatch SGLD, passed as functions) with a fixed ``step_size``
+    steps exactly as the registry's name does with the step from ``data`` (same keys, same
+    draws), on ``{"W", "G"}`` positions, whose log density and gradient are the Params' (the
+    gradient comes back as a mapping). A minibatch build without ``batch_size`` is refused."""
+    from copyjax.samplers import registry
+
+    L, V, P = 4, 3, 40
+    h = cj.default_hyper("softmax", L)
+    tok = cj.sample_tokens(jax.random.key(0), P, L, V)
+    st = cj.sufficient_stats(tok, V).astype(jnp.float64)
+    p = N.init_params(jax.random.key(1), L, V, h, jnp.float64)
+    data = {"stats": st, "step_size": 1e-3, "tokens": tok}
+    for name, batch in (("mala", None), ("sgld", 8)):
+        by_name = S.NetworkSampler(h, "softmax", name, batch).build(data)
+        build = registry.SAMPLERS[name if batch is None else f"{name}_mb"]
+        by_fn = S.NetworkSampler(h, "softmax", build, batch, step_size=1e-3).build({"stats": st, "tokens": tok})
+        sa, _ = by_name.step(jax.random.key(2), by_name.init({"W": p.W, "G": p.G}))
+        sb, _ = by_fn.step(jax.random.key(2), by_fn.init({"W": p.W, "G": p.G}))
+        assert isinstance(sb.position, dict) and not np.array_equal(sb.position["G"], p.G)
+        np.testing.assert_array_equal(sa.position["G"], sb.position["G"])
+        np.testing.assert_array_equal(sa.position["W"], sb.position["W"])
+    value, grad = jax.value_and_grad(N.logdensity_from_stats)({"W": p.W, "G": p.G}, st, h, "softmax")
+    ref_value, ref_grad = jax.value_and_grad(N.logdensity_from_stats)(p, st, h, "softmax")
+    assert value == ref_value and set(grad) == {"W", "G"}
+    np.testing.assert_array_equal(grad["G"], ref_grad.G)
+    np.testing.assert_array_equal(grad["W"], ref_grad.W)
+    with pytest.raises(ValueError, match="batch_size"):
+        S.NetworkSampler(h, "softmax", registry.SAMPLERS["sgld_mb"], step_size=1e-3).build(data)

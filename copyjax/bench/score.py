@@ -60,8 +60,8 @@ from copyjax._checks import check_size
 from copyjax.samplers.registry import grads_per_step, is_minibatch
 from copyjax.bench.task import Reference
 from copyjax.minibatch import check_batch_size
-from copyjax.network import Observer, Params, init_params, logdensity_from_stats
-from copyjax.samplers import network_grad_estimator
+from copyjax.network import Observer, init_params
+from copyjax.samplers import NetworkSampler
 
 Z_MAX = 4.0  # bias and sd tolerances, in standard errors
 RHAT_MAX = 1.1
@@ -128,46 +128,14 @@ def _positions(ref: Reference, start: str, n: int, key):
     return {"W": p.W, "G": p.G}
 
 
-class _OnTask(NamedTuple):
-    """``factory`` at ``step_size`` as the chain driver's spec: ``build(data)`` makes the sampler
-    from the task's arrays (``data``: ``{"stats"[, "tokens"]}``, as ``samplers.NetworkSampler``'s),
-    so they enter the compiled program as arguments, never as constants, and a task of the same
-    shapes reuses the program (a closed-over C is compiled into each task's program; see
-    docs/benchmarks.md, "Roofline", for what constant folding can make of it).
-    ``resume``: ``init`` keeps a chain's state as it is (the budget's pilots)."""
+class _Resumed(NamedTuple):
+    """``spec``'s sampler with an ``init`` that keeps a chain's state as it is (the budget's
+    pilots go on from a tuned state)."""
 
-    factory: object
-    step_size: float
-    hyper: object
-    activation: str
-    batch_size: int | None = None
-    resume: bool = False
-
-    def build_algorithm(self, data) -> SamplingAlgorithm:
-        stats = data["stats"]
-        logdensity = lambda pos: logdensity_from_stats(Params(pos["W"], pos["G"]), stats, self.hyper, self.activation)
-        if self.batch_size is None:
-            return self.factory(logdensity, self.step_size)
-        est, draw = network_grad_estimator(stats, self.hyper, self.activation, data["tokens"], self.batch_size)
-
-        def grad_estimator(key, pos):
-            g = est(Params(pos["W"], pos["G"]), draw(key))
-            return {"W": g.W, "G": g.G}
-
-        return self.factory(logdensity, grad_estimator, self.step_size)
+    spec: NetworkSampler
 
     def build(self, data) -> SamplingAlgorithm:
-        alg = self.build_algorithm(data)
-        return SamplingAlgorithm(lambda state: state, alg.step) if self.resume else alg
-
-
-class _Observed(NamedTuple):
-    """``network.Observer`` on the bench's positions (``{"W", "G"}`` dicts, blackjax's)."""
-
-    observer: Observer
-
-    def __call__(self, pos, data) -> dict:
-        return self.observer(Params(pos["W"], pos["G"]), data)
+        return SamplingAlgorithm(lambda state: state, self.spec.build(data).step)
 
 
 def _algorithm(ref: Reference, build, step_size: float, batch_size: int | None = None):
@@ -178,8 +146,8 @@ def _algorithm(ref: Reference, build, step_size: float, batch_size: int | None =
     t = ref.task
     batch = _batch_size(build, batch_size, t.P)
     data = {"stats": t.stats()} if batch is None else {"stats": t.stats(), "tokens": t.tokens()}
-    observe = _Observed(Observer(t.hyper, t.activation, ("cG", "loss")))
-    return _OnTask(build, float(step_size), t.hyper, t.activation, batch), observe, data
+    spec = NetworkSampler(t.hyper, t.activation, build, batch, step_size=float(step_size))
+    return spec, Observer(t.hyper, t.activation, ("cG", "loss")), data
 
 
 def _batch_size(build, batch_size, P: int) -> int | None:
@@ -367,7 +335,7 @@ def steps_for_budget(ref: Reference, build, step_size: float, budget_seconds: fl
     schedule = lambda n: chains.Schedule(n * thin, 0, thin)
     tuned = chains.run_chains(key, spec, _positions(ref, "exact", n_chains, key), observe, data,
                               schedule=schedule(2)).final
-    resume = spec._replace(resume=True)  # a chain's state as its own start
+    resume = _Resumed(spec)  # a chain's state as its own start
     pilot = lambda n: chains.run_chains(key, resume, tuned, observe, data, schedule=schedule(n))
 
     def wall(n):

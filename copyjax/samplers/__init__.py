@@ -28,7 +28,7 @@ from blackjax.base import SamplingAlgorithm
 from copyjax._checks import check_activation, check_step_size
 from copyjax.minibatch import batch_loglik, check_batch_size, check_layout, draw_batch, shared_batch
 from copyjax.model import log_prior
-from copyjax.network import logdensity_from_stats
+from copyjax.network import Params, logdensity_from_stats
 from copyjax.sgmcmc import psgld as _psgld
 from copyjax.sgmcmc import sgld as _sgld
 from copyjax.sgmcmc.psgld import PSGLDState
@@ -53,6 +53,7 @@ def network_grad_estimator(stats, hyper, activation: str, tokens=None, batch_siz
     batch_size = check_batch_size(batch_size, P)
 
     def logdensity_estimate(p, batch):
+        p = Params.of(p)
         return log_prior(p.W, p.G, hyper) + (P / batch_size) * batch_loglik(p, batch, hyper, activation, mask)
 
     return jax.grad(logdensity_estimate), (lambda key: tokens[draw_batch(key, P, batch_size)])
@@ -111,6 +112,13 @@ class NetworkSampler(NamedTuple):
     Passing it with ``data`` to ``chains.run_chains`` keeps the statistics out of the compiled
     code, so one compilation serves a whole sweep over P.
 
+    ``kind``: a full-batch name of ``registry.SAMPLERS`` (its ``"<kind>_mb"`` under independent
+    minibatches), or a build function of the registry's form, ``build(logdensity_fn,
+    step_size)`` or, for a minibatch sampler, ``build(logdensity_fn, grad_estimator,
+    step_size)`` (the bench's user samplers). ``step_size``: a fixed step, compiled in (a user's
+    build may do Python arithmetic on it); None takes ``data["step_size"]``, one program for
+    every step. Positions are Params or mappings ``{"W", "G"}`` (``network.Params.of``).
+
     Minibatches (``batch_size`` set, ``data["tokens"]`` given): ``layout="independent"``, each
     chain draws its own every step; ``"shared"``, one per step for all chains, drawn from
     ``data["batch_key"]`` and the step number (``minibatch.shared_batch``; ``run_chains``
@@ -118,10 +126,11 @@ class NetworkSampler(NamedTuple):
 
     hyper: object
     activation: str
-    kind: str = "sgld"  # a full-batch name of registry.SAMPLERS (its "<kind>_mb" for minibatches)
+    kind: object = "sgld"
     batch_size: int | None = None
     layout: str = "independent"
     mask: object = "full"  # a masks name or Mask
+    step_size: float | None = None
 
     @property
     def preferred_chain_block(self) -> int | None:
@@ -129,8 +138,10 @@ class NetworkSampler(NamedTuple):
         minibatches, whose per-chain (L, B V) operands overflow the cache when many chains
         share a block (``benchmarks/minibatch.py``, L = 64, V = 32, B = 256, 64 chains on 2
         CPU cores: 267 chain-steps/s in one block, 479 in blocks of 8); None otherwise."""
-        independent = self.batch_size is not None and check_layout(self.layout) == "independent"
-        return 8 if independent else None
+        return 8 if self._independent() else None
+
+    def _independent(self) -> bool:
+        return self.batch_size is not None and check_layout(self.layout) == "independent"
 
     def data_at_step(self, data, step):
         """The data the chains see at ``step``: the shared minibatch's scaled counts in
@@ -139,23 +150,37 @@ class NetworkSampler(NamedTuple):
             return data
         return shared_batch(data, step, data["stats"].shape[-1], self.batch_size)
 
-    def build(self, data) -> SamplingAlgorithm:
-        """The registry's sampler ``kind`` on the exact log posterior through ``data["stats"]``
-        (under ``layout="shared"`` the step's minibatch statistics), or, with independent
-        minibatches, its minibatch form ``<kind>_mb`` on each chain's own batch of
-        ``data["tokens"]`` (``network_grad_estimator``)."""
+    def factory(self):
+        """The build function: ``kind`` itself when it is one, else the registry's ``kind``
+        (``"<kind>_mb"`` under independent minibatches)."""
+        if callable(self.kind):
+            return self.kind
         if self.kind not in registry.SAMPLERS or registry.is_minibatch(registry.SAMPLERS[self.kind]):
-            raise ValueError(f"kind must be one of {registry.FULL_BATCH}, got {self.kind!r}")
-        stats, step_size = data.get("stats"), data["step_size"]
-        logdensity = lambda p: logdensity_from_stats(p, stats, self.hyper, self.activation, self.mask)
-        if self.batch_size is None or check_layout(self.layout) != "independent":
-            return registry.SAMPLERS[self.kind](logdensity, step_size)
+            raise ValueError(f"kind must be one of {registry.FULL_BATCH} or a build function, got {self.kind!r}")
+        if not self._independent():
+            return registry.SAMPLERS[self.kind]
         if f"{self.kind}_mb" not in registry.SAMPLERS:
             raise ValueError(f"kind={self.kind!r} has no minibatch form (batch_size must be None); those with one: "
                              f"{tuple(k[:-3] for k in registry.SAMPLERS if k.endswith('_mb'))}")
+        return registry.SAMPLERS[f"{self.kind}_mb"]
+
+    def build(self, data) -> SamplingAlgorithm:
+        """``factory()`` on the exact log posterior through ``data["stats"]`` (under
+        ``layout="shared"`` the step's minibatch statistics), or, for a minibatch sampler, with
+        ``grad_estimator(rng_key, position)`` on each chain's own batch of ``data["tokens"]``
+        (``network_grad_estimator``)."""
+        build = self.factory()
+        stats = data.get("stats")
+        step_size = data["step_size"] if self.step_size is None else self.step_size
+        logdensity = lambda p: logdensity_from_stats(p, stats, self.hyper, self.activation, self.mask)
+        if not registry.is_minibatch(build):
+            return build(logdensity, step_size)
+        if self.batch_size is None:
+            raise ValueError("a minibatch sampler (build(logdensity_fn, grad_estimator, step_size)) needs "
+                             "batch_size, in [1, P]")
         est, draw = network_grad_estimator(stats, self.hyper, self.activation, data.get("tokens"), self.batch_size,
                                            self.mask)
-        return registry.SAMPLERS[f"{self.kind}_mb"](logdensity, lambda key, p: est(p, draw(key)), step_size)
+        return build(logdensity, lambda key, p: est(p, draw(key)), step_size)
 
 
 __all__ = ["NetworkSampler", "PSGLDState", "SGLDInfo", "SGLDState", "mala", "mala_marginal",
