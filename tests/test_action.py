@@ -6,6 +6,7 @@ import pytest
 
 import copyjax as cj
 from _gaussian import gaussian_integral_over_W
+from copyjax.action import marginal_logdensity
 
 
 def setup(P=40, L=5, V=3, seed=0, dtype=jnp.float64):
@@ -169,6 +170,35 @@ def test_log_likelihood_from_stats_equals_per_sequence():
         h = cj.Hyper(1.7, 1.0, 1.0)
         np.testing.assert_allclose(cj.log_likelihood_from_stats(W, A, C, h.beta),
                                    cj.log_likelihood(W, G, tokens, h, act), rtol=1e-12)
+
+
+@pytest.mark.parametrize("activation", ["linear", "softmax"])
+def test_marginal_logdensity_is_minus_the_action(activation):
+    """The samplers' log density is -S_P(G), value and gradient, on integer counts as on float
+    ones (cast where they enter, never G to an integer type); -inf, never NaN, where S is not
+    finite (a NaN in G), so that a Metropolis step rejects the proposal."""
+    tokens, C, G = setup(seed=21)
+    h = cj.default_hyper(activation, 5)
+    S, dS = jax.value_and_grad(cj.exact_action)(G, C.astype(jnp.float64), h, activation)
+    for counts in (C, C.astype(jnp.float64)):
+        v, g = jax.value_and_grad(marginal_logdensity)(G, counts, h, activation)
+        np.testing.assert_allclose(v, -S, rtol=1e-12)
+        np.testing.assert_allclose(g, -dS, rtol=1e-10, atol=1e-12)
+    assert marginal_logdensity(G.at[0, 0].set(jnp.nan), C, h, activation) == -jnp.inf
+
+
+def test_the_action_under_a_mask_puts_the_prior_on_the_allowed_entries_only():
+    """``exact_action`` under the causal mask carries the G prior over the allowed entries (the
+    parameters) only: it is the samplers' -log density less the masked entries' Gaussian term
+    (which ``marginal_logdensity`` keeps, as proper coordinates that A never sees)."""
+    from copyjax import masks
+
+    tokens, C, G = setup(seed=22)
+    h = cj.Hyper(1.0, 1.0, 0.5)
+    hidden = 0.5 * float(jnp.sum(jnp.where(masks.get("causal").allowed(5), 0.0, G) ** 2)) / h.sigma_g2
+    assert hidden > 1
+    np.testing.assert_allclose(cj.exact_action(G, C, h, "softmax", "causal"),
+                               -marginal_logdensity(G, C, h, "softmax", "causal") - hidden, rtol=1e-12)
 
 
 class ActionVariantsTest(chex.TestCase):
