@@ -40,7 +40,11 @@ def main(argv=None):
 
     L, V = a.L, a.V
     hyper = cj.default_hyper("softmax", L)
-    P0 = int(round(cj.transition_points(L, V, "softmax", hyper, "posterior").P_star))
+    tp = cj.transition_points(L, V, "softmax", hyper, "posterior")
+    if tp.P_star is None:
+        ap.error(f"--L {L} --V {V}: the theory's posterior form has no first-order transition there (no P* to "
+                 "compare); try a larger L or V (L = 16, V = 8 has one)")
+    P0 = int(round(tp.P_star))
     key = cj.point_key(a.seed, P0)  # scripts/free_energy.py's data at P = P0
     stats = cj.sampled_stats(jax.random.fold_in(key, 0), P0, L, V).astype(jnp.float32)
     grid = np.array(sorted(a.grid))
