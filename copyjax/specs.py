@@ -98,21 +98,25 @@ MASK_FAMILIES = {"window": ("copyjax.masks.window:Window", "an integer width w >
 
 class StackSpec(NamedTuple):
     """The architecture over a mask: ``layers`` attention layers (1 or 2), with the residual
-    stream or without (``residual``), trained on the shift-``shift`` target y_l = x_{l-k}."""
+    stream or without (``residual``), trained on the shift-``shift`` target y_l = x_{l-k};
+    ``first``: layer 1 a parameter (``"free"``) or frozen at uniform pooling over each row's
+    keys (``"uniform"``, an ablation: A_eff = A_2 (I + U), layer 2 the only parameter)."""
 
     base: str
     layers: int = 1
     residual: bool = True
     shift: int = 1
+    first: str = "free"
 
     @property
     def spec(self) -> str:
-        """``base+layers=N+shift=K`` (``+residual=no`` without the residual stream)."""
+        """``base+layers=N+shift=K`` (``+residual=no`` without the residual stream,
+        ``+first=uniform`` with layer 1 frozen)."""
         return (f"{self.base}+layers={self.layers}" + ("" if self.residual else "+residual=no")
-                + f"+shift={self.shift}")
+                + f"+shift={self.shift}" + ("" if self.first == "free" else f"+first={self.first}"))
 
 
-STACK_FORMS = "MASK+layers=N (N in 1, 2), +shift=K (K >= 1), +residual=yes|no"
+STACK_FORMS = "MASK+layers=N (N in 1, 2), +shift=K (K >= 1), +residual=yes|no, +first=free|uniform"
 
 
 def _stack_option(key: str, value: str):
@@ -122,6 +126,8 @@ def _stack_option(key: str, value: str):
         return int(value)
     if key == "residual" and value in ("yes", "no"):
         return value == "yes"
+    if key == "first" and value in ("free", "uniform"):
+        return value
     raise ValueError(f"mask: option {key}={value!r} not allowed; the forms are {STACK_FORMS}")
 
 
@@ -133,7 +139,7 @@ def stack_spec(spec: str) -> StackSpec:
     kw = {}
     for o in opts:
         key, sep, value = o.partition("=")
-        if not sep or key not in ("layers", "shift", "residual") or key in kw:
+        if not sep or key not in ("layers", "shift", "residual", "first") or key in kw:
             raise ValueError(f"mask: option {o!r} not allowed; the forms are {STACK_FORMS}")
         kw[key] = _stack_option(key, value)
     return StackSpec(base, **kw)

@@ -83,26 +83,34 @@ def mask_arg(s):
     return s.strip()
 
 
-def add_stack_options(ap) -> None:
-    """``--layers``, ``--shift``, ``--no-residual``: an architecture over ``--mask``
-    (``copyjax.masks.stack``); ``stack_mask`` turns them into the mask spec."""
+def add_stack_options(ap, first_layer: bool = False) -> None:
+    """``--layers``, ``--shift``, ``--no-residual`` (and with ``first_layer``, ``--first-layer``):
+    an architecture over ``--mask`` (``copyjax.masks.stack``); ``stack_mask`` turns them into the
+    mask spec."""
     ap.add_argument("--layers", type=int, choices=[1, 2], default=1,
                     help="attention layers (copyjax.masks.stack): 2 gives h = A_2 (x + A_1 x) and the exact posterior "
                          "of (G_1, G_2) with each layer's order parameters; no reduced theory")
     ap.add_argument("--shift", type=positive_int("--shift"), default=1,
                     help="the target is the token k back, y_l = x_{l-k} (1: the paper's copy task)")
     ap.add_argument("--no-residual", action="store_true", help="with --layers 2: h = A_2 A_1 x (no residual stream)")
+    if first_layer:
+        ap.add_argument("--first-layer", choices=["free", "uniform"], default="free",
+                        help="with --layers 2: layer 1 a parameter, or frozen at uniform pooling (A_eff = A_2 (I + U): "
+                             "the residual stream's pooled term without layer 1's freedom)")
 
 
 def stack_mask(ap, a) -> str:
     """The mask spec of ``--mask`` with ``add_stack_options``' architecture over it."""
     if a.no_residual and a.layers == 1:
         ap.error("--no-residual needs --layers 2 (one layer has no residual stream)")
+    first = getattr(a, "first_layer", "free")
+    if first != "free" and (a.layers != 2 or a.no_residual):
+        ap.error("--first-layer uniform needs --layers 2 with the residual stream")
     if a.layers == 1 and a.shift == 1:
         return a.mask
     from copyjax.specs import StackSpec
 
-    return StackSpec(a.mask, a.layers, not a.no_residual, a.shift).spec
+    return StackSpec(a.mask, a.layers, not a.no_residual, a.shift, first).spec
 
 
 def token_law_arg(s):

@@ -66,7 +66,7 @@ def parser() -> argparse.ArgumentParser:
                     help="attention mask (copyjax.masks): full (cyclic, the paper's), causal (keys m <= l, no loss at "
                          "position 0) or window:W (keys l-W .. l); softmax only under a mask other than full (no reduced "
                          "theory: use --no-theory with --P or --scan P_lo P_hi)")
-    add_stack_options(ap)
+    add_stack_options(ap, first_layer=True)
     ap.add_argument("--P", type=positive_int("--P"), nargs="+",
                     help="P values (default softmax: the theory's posterior-form P* times 0.85 0.93 1 1.08 1.2; "
                          "linear: its onset P_1 times 0.6 0.8 1 1.1 1.2 1.35 1.5 2 3 5)")

@@ -405,6 +405,9 @@ def test_llc_script_end_to_end_resume_and_a_row_recomputed(tmp_path):
     (["--scan", "100", "200", "--no-theory", "--scan-points", "1"], "--scan-points"),  # raised after ~40 s before
     (["--scan", "100", "200", "--no-theory", "--V", "1"], "--V"),
     (["--scan", "100", "200", "--no-theory", "--temper-spacing", "50"], "--temper-spacing"),  # two tempers, no overlap
+    (["--scan", "100", "200", "--no-theory", "--first-layer", "uniform"], "--first-layer"),  # one layer: nothing to freeze
+    (["--scan", "100", "200", "--no-theory", "--layers", "2", "--no-residual", "--first-layer", "uniform"],
+     "--first-layer"),
 ])
 def test_free_energy_refuses_what_cannot_work_before_computing(args, word, tmp_path):
     assert_cli_error(run("free_energy.py", [*args, "--out", str(tmp_path)]), word)

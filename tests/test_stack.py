@@ -84,6 +84,52 @@ def test_the_stack_action_is_the_brute_force_likelihood(base, activation, layers
     np.testing.assert_allclose(jax.grad(cj.exact_action)(G, C, HYPER, activation, mask), g_ref, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("base, activation, shift", [("full", "softmax", 1), ("causal", "softmax", 2),
+                                                  ("full", "linear", 2)])
+def test_layer_one_frozen_at_uniform_is_the_brute_force_likelihood(base, activation, shift):
+    """``+first=uniform``: G is layer 2's ``(L, L)`` alone and layer 1 pools uniformly over each
+    row's keys. The action against the brute force of the two-layer features with layer 1's
+    logits those of uniform pooling (zeros for softmax; for linear, G_1 the pooling pattern
+    itself), the prior over layer 2 alone, value to 1e-12 and gradient through the brute
+    force's autodiff; its G and umbrella coordinate are layer 2's."""
+    L, V, P = 6, 3, 40
+    k1, k2 = jax.random.split(jax.random.key(13))
+    tokens = cj.sample_tokens(k1, P, L, V)
+    C = cj.sufficient_stats(tokens, V).astype(jnp.float64)
+    mask = masks.get(f"{base}+layers=2+shift={shift}+first=uniform")
+    assert mask.param_shape(L) == (L, L) and masks.get(mask.spec) == mask
+    ok = masks.get(base).allowed(L)
+    pool = ok / ok.sum(axis=1, keepdims=True)
+    G1 = np.zeros((L, L)) if activation == "softmax" else pool
+
+    def brute(G2):
+        h, y, rows = reference_features(np.stack([G1, np.asarray(G2)]), tokens, V, activation, ok, 2, True, shift)
+        return h, y, rows
+
+    G = 0.9 * jax.random.normal(k2, (L, L), jnp.float64)
+    h, y, rows = brute(G)
+    np.testing.assert_array_equal(np.flatnonzero(mask.loss_rows(L)), rows)
+    prior = 0.5 * np.sum(np.where(ok, np.asarray(G), 0.0) ** 2) / HYPER.sigma_g2
+    ref = float(action_from_features(jnp.asarray(h[:, rows]), jnp.asarray(y[:, rows]), P, HYPER)) + prior
+    got = float(cj.exact_action(G, C, HYPER, activation, mask))
+    assert abs(got - ref) <= 1e-12 * abs(ref), (got, ref)
+
+    def brute_action(G2):  # the same features in JAX, for the gradient
+        X = jax.nn.one_hot(tokens, V, dtype=G2.dtype)
+        A2 = masks.get(base).attention(G2, activation)
+        hh = jnp.einsum("lm,pmv->plv", A2, jnp.einsum("lm,pmv->plv", jnp.asarray(pool), X) + X)
+        return action_from_features(hh[:, rows], jnp.asarray(y[:, rows]), P, HYPER)
+
+    g_ref = jax.grad(brute_action)(G) + jnp.where(jnp.asarray(ok), G, 0.0) / HYPER.sigma_g2
+    np.testing.assert_allclose(jax.grad(cj.exact_action)(G, C, HYPER, activation, mask), g_ref, rtol=1e-9, atol=1e-12)
+    two = masks.get(f"{base}+layers=2+shift={shift}")
+    np.testing.assert_allclose(mask.copy_direction(L, jnp.float64), two.copy_direction(L, jnp.float64)[1])
+    assert mask.copy_starts(L, activation, 3.0, jnp.float64).shape[-2:] == (L, L)
+    for bad in ("full+layers=1+first=uniform", "full+layers=2+residual=no+first=uniform", "full+layers=2+first=half"):
+        with pytest.raises(ValueError, match="first"):
+            masks.get(bad)
+
+
 def gaussian_integral(A_eff, tokens, V, shift, rows, hyper):
     """The Gaussian integral over W of the loss rows' features A_eff x and targets x_{l-k}."""
     t = np.asarray(tokens)

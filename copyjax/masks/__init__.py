@@ -34,7 +34,7 @@ def get(spec) -> Mask:
     if name == "stack":
         from copyjax.masks.stack import Stack
 
-        return Stack(get(param.base), param.layers, param.residual, param.shift)
+        return Stack(get(param.base), param.layers, param.residual, param.shift, param.first)
     return MASKS[name] if param is None else FAMILIES[name](param)
 
 

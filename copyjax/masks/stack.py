@@ -15,6 +15,11 @@ takes one, with G of shape ``param_shape(L)``: ``(L, L)`` for one layer, ``(2, L
 (layer 1 first). Each layer attends under the base mask; a row carries the loss where its
 target x_{l-k} is reachable through the layers (the base mask's loss rows when k = 1 and one
 layer). ``masks.get("full+layers=2+shift=2")`` builds one (``specs.stack_spec``).
+
+``first="uniform"`` (``+first=uniform``) freezes layer 1 at uniform pooling over each row's
+keys, A_1 = U: A_eff = A_2 (I + U), the residual stream's pooled term without layer 1's
+freedom, with G = G_2 of shape ``(L, L)`` the only parameter (an ablation of the two-layer
+model).
 """
 from __future__ import annotations
 
@@ -28,17 +33,23 @@ from copyjax.specs import StackSpec
 
 class Stack(Mask):
     """``layers`` attention layers under ``base`` (a ``Mask``), ``residual`` stream or not,
-    target shift ``shift``."""
+    target shift ``shift``, layer 1 ``first``: ``"free"`` or frozen at ``"uniform"`` pooling."""
 
-    def __init__(self, base: Mask, layers: int = 2, residual: bool = True, shift: int = 1):
+    def __init__(self, base: Mask, layers: int = 2, residual: bool = True, shift: int = 1, first: str = "free"):
         if isinstance(base, Stack):
             raise ValueError("mask: a stack's base must be a plain mask, got a stack")
         if layers not in (1, 2):
             raise ValueError(f"layers must be 1 or 2, got {layers!r}")
         if not (isinstance(shift, (int, np.integer)) and shift >= 1):
             raise ValueError(f"shift must be an integer >= 1, got {shift!r}")
+        if first not in ("free", "uniform"):
+            raise ValueError(f"first must be 'free' or 'uniform', got {first!r}")
+        if first == "uniform" and not (layers == 2 and residual):
+            raise ValueError("first='uniform' (layer 1 frozen at uniform pooling) needs layers=2 with the residual "
+                             "stream (without it A_eff = A_2 U pools whatever layer 2 does)")
         self.base, self.layers, self.residual, self.shift = base, int(layers), bool(residual), int(shift)
-        self.spec = StackSpec(base.spec, self.layers, self.residual, self.shift).spec
+        self.first = first
+        self.spec = StackSpec(base.spec, self.layers, self.residual, self.shift, first).spec
         self.activations = base.activations
 
     # ---- the facts
@@ -70,8 +81,13 @@ class Stack(Mask):
         S[rows, (rows - self.shift) % L] = 1.0
         return jnp.asarray(S, dtype)
 
+    @property
+    def _one_parameter_layer(self) -> bool:
+        """G is one layer's ``(L, L)``: one layer, or two with layer 1 frozen."""
+        return self.layers == 1 or self.first != "free"
+
     def param_shape(self, L: int) -> tuple:
-        return (L, L) if self.layers == 1 else (self.layers, L, L)
+        return (L, L) if self._one_parameter_layer else (self.layers, L, L)
 
     def check(self, activation: str) -> str:
         return self.base.check(activation)
@@ -85,7 +101,7 @@ class Stack(Mask):
         itself, A_1 ~ I, which the plain stack needs to pass x through and the residual one
         does not mind), then ``composed`` (layer 1 a previous-token head, A_1 ~ S; layer 2
         copies the rest, A_2 ~ S^(k-1)). Softmax at logit ``logit``, linear the patterns."""
-        if self.layers == 1:
+        if self._one_parameter_layer:
             return Mask.copy_starts(self, L, activation, logit, dtype)
         eye, S1 = self._shift(L, 0, dtype), self._shift(L, 1, dtype)
         Sk, Sk1 = self._shift(L, self.shift, dtype), self._shift(L, self.shift - 1, dtype)
@@ -99,7 +115,7 @@ class Stack(Mask):
         """Each layer's U and ``(S - U) / sqrt(L - 1)`` in its own slot of G: ``(2 layers,
         layers, L, L)``, orthonormal (the layers' slots are disjoint)."""
         D = Mask.order_directions(self, L, dtype)
-        if self.layers == 1:
+        if self._one_parameter_layer:
             return D
         out = jnp.zeros((2 * self.layers, self.layers, L, L), dtype)
         for i in range(self.layers):
@@ -126,8 +142,14 @@ class Stack(Mask):
     # ---- the model
     def layer_patterns(self, G: jax.Array, activation: str) -> jax.Array:
         """Each layer's pattern under the base mask: ``G: (..., layers, L, L)`` (one layer:
-        ``(..., L, L)``) -> the same shape."""
-        return self.base.attention(G, activation)
+        ``(..., L, L)``) -> the same shape; with layer 1 frozen, ``G: (..., L, L)`` (layer 2)
+        -> ``(..., 2, L, L)``, layer 1 uniform over each row's keys."""
+        A = self.base.attention(G, activation)
+        if self.first == "free":
+            return A
+        ok = self.base.allowed(G.shape[-1])
+        pool = jnp.broadcast_to(jnp.asarray(ok / ok.sum(axis=1, keepdims=True), A.dtype), A.shape)
+        return jnp.stack([pool, A], axis=-3)
 
     def attention(self, G: jax.Array, activation: str) -> jax.Array:
         """``A_eff: (..., L, L)``: the map from the one-hot tokens to the features."""
@@ -182,14 +204,14 @@ class Stack(Mask):
         if self.layers == 1 and self.shift == 1:
             return self.base.copy_direction(L, dtype)
         D = self._layer_direction(L, dtype)
-        return D if self.layers == 1 else jnp.zeros((self.layers, L, L), dtype).at[-1].set(D)
+        return D if self._one_parameter_layer else jnp.zeros((self.layers, L, L), dtype).at[-1].set(D)
 
     def copy_coordinate_pattern(self, L: int, dtype=jnp.float32):
         """Layer 2's copy pattern; without the residual stream layer 1 attending to the token
         itself as well (else A_eff = A_2 U = U copies nothing whatever layer 2 does). Layer 1
         does not enter the coordinate, so ``copy_coordinate(lambda P) = lambda`` still."""
         S = self.copy_pattern(L, dtype)
-        if self.layers == 1:
+        if self._one_parameter_layer:
             return S
         first = jnp.zeros((L, L), dtype) if self.residual else self._shift(L, 0, dtype) * self.base.allowed(L)
         return jnp.stack([first, S])
