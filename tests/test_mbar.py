@@ -187,3 +187,19 @@ def test_overlap_matches_pymbar_and_its_weakest_link_finds_a_gap():
     ov = np.asarray(mbar.overlap(res, u_gap))
     w = mbar.weakest_overlap(ov)
     assert w == pytest.approx(brute(ov), abs=1e-15) and w < mbar.MIN_OVERLAP, w
+
+    # random matrices of 2-7 states, diagonals as small as the rest (an overlap matrix need
+    # not have its largest entries there): the same answer as the brute force
+    for K in range(2, 8):
+        for _ in range(20):
+            ov = rng.uniform(size=(K, K))
+            assert mbar.weakest_overlap(ov) == pytest.approx(brute(ov), abs=1e-15), ov
+    assert mbar.weakest_overlap(np.ones((1, 1))) == 1.0
+
+
+def test_difference_sd_of_a_covariance_rounding_left_indefinite_is_zero_not_nan():
+    """theta[i, i] + theta[j, j] - 2 theta[i, j] a hair below 0 (two states that are one, up
+    to rounding): the standard deviation is 0, never NaN."""
+    theta = jnp.asarray([[1.0, 1.0 + 1e-12], [1.0 + 1e-12, 1.0]])
+    assert float(mbar.difference_sd(theta, 0, 1)) == 0.0
+    np.testing.assert_allclose(mbar.difference_sd(jnp.asarray([[4.0, 1.0], [1.0, 2.0]]), 0, 1), 2.0)
