@@ -82,7 +82,8 @@ def test_bad_input_is_a_value_error():
         mbar.solve(u.astype(jnp.float32), jnp.array([2, 3]))
     with pytest.raises(ValueError, match=r"N_k must be >= 1 per state"):  # a state with no draws
         mbar.solve(u, jnp.array([0, 5]))
-    for bad_u, bad_n in ((u, jnp.array([2, 2, 1])), (u[..., None], jnp.array([2, 3]))):  # N_k's or u's shape
+    for bad_u, bad_n in ((u, jnp.array([2, 2, 1])), (u[..., None], jnp.array([2, 3])),  # N_k's or u's shape
+                         (u[0], jnp.ones(5, int))):
         with pytest.raises(ValueError, match=r"u_kn must be \(K, N\) and N_k \(K,\)"):
             mbar.solve(bad_u, bad_n)
     assert float(mbar.solve(jnp.asarray(np.arange(10.0).reshape(2, 5)), jnp.array([1, 4])).grad_norm) < 1e-8
@@ -97,6 +98,13 @@ def test_subsample_keeps_every_gth_draw_of_a_correlated_series():
     g = x.size / idx.size
     assert 10 < g < 35, g
     assert idx[-1] == x.size - 1 and np.all(np.diff(idx) > 0)
+
+
+def test_subsample_keeps_a_short_or_constant_series_whole():
+    """Under 4 draws, or a series that never moves (no ESS to estimate), every draw is kept."""
+    np.testing.assert_array_equal(mbar.subsample(np.array([0.3, 1.2, -0.4])), np.arange(3))
+    np.testing.assert_array_equal(mbar.subsample(np.full(100, 2.5)), np.arange(100))
+    assert mbar.subsample(np.random.default_rng(6).normal(size=4))[-1] == 3
 
 
 def test_subsample_reaches_back_to_the_first_draw():
