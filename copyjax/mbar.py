@@ -209,13 +209,16 @@ def weakest_overlap(ov) -> float:
 
 def subsample(x: np.ndarray) -> np.ndarray:
     """Indices of a near-uncorrelated subsample of the series ``x: (T,)``: every g-th draw,
-    g = T / ESS (numpyro's effective sample size of the series), at least 1."""
+    g = T / ESS (numpyro's effective sample size of the series), at least 1; every draw where
+    the estimate is not positive (an anti-correlated series)."""
     import numpyro.diagnostics as nd
 
     x = np.asarray(x, float)
     if x.size < 4 or np.ptp(x) == 0:
         return np.arange(x.size)
     ess = float(nd.effective_sample_size(x[None, :]))
+    if not ess > 0:  # numpyro's one-chain estimate turns negative for an anti-correlated series
+        return np.arange(x.size)  # (its draws are worth more than independent ones): keep all
     g = max(1, int(np.ceil(x.size / max(ess, 1.0))))
     return np.arange(x.size - 1, -1, -g)[::-1]
 
