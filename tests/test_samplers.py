@@ -207,7 +207,8 @@ def test_network_sampler_takes_a_build_function_on_mapping_positions():
     the registry's own MALA and minibatch SGLD, passed as functions) with a fixed ``step_size``
     steps exactly as the registry's name does with the step from ``data`` (same keys, same
     draws), on ``{"W", "G"}`` positions, whose log density and gradient are the Params' (the
-    gradient comes back as a mapping). A minibatch build without ``batch_size`` is refused."""
+    gradient comes back as a mapping). A minibatch build without ``batch_size``, and a full-batch
+    one with it, are refused."""
     from copyjax.samplers import registry
 
     L, V, P = 4, 3, 40
@@ -232,3 +233,5 @@ def test_network_sampler_takes_a_build_function_on_mapping_positions():
     np.testing.assert_array_equal(grad["W"], ref_grad.W)
     with pytest.raises(ValueError, match="batch_size"):
         S.NetworkSampler(h, "softmax", registry.SAMPLERS["sgld_mb"], step_size=1e-3).build(data)
+    with pytest.raises(ValueError, match="batch_size is for minibatch builds"):
+        S.NetworkSampler(h, "softmax", registry.SAMPLERS["mala"], 8, step_size=1e-3).build(data)

@@ -174,6 +174,9 @@ class NetworkSampler(NamedTuple):
         step_size = data["step_size"] if self.step_size is None else self.step_size
         logdensity = lambda p: logdensity_from_stats(p, stats, self.hyper, self.activation, self.mask)
         if not registry.is_minibatch(build):
+            if callable(self.kind) and self._independent():
+                raise ValueError("batch_size is for minibatch builds (build(logdensity_fn, grad_estimator, "
+                                 "step_size)); this one takes full-batch gradients")
             return build(logdensity, step_size)
         if self.batch_size is None:
             raise ValueError("a minibatch sampler (build(logdensity_fn, grad_estimator, step_size)) needs "
