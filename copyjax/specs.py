@@ -14,6 +14,7 @@ Each registry is the one list of its axis:
 from __future__ import annotations
 
 import math
+import numbers
 from typing import NamedTuple
 
 
@@ -108,6 +109,28 @@ class StackSpec(NamedTuple):
     shift: int = 1
     first: str = "free"
 
+    def checked(self) -> "StackSpec":
+        """This spec if it is one model, else ``ValueError`` naming the option: ``layers`` 1 or 2,
+        ``shift`` an integer >= 1, ``first`` free or uniform; ``residual=no`` and
+        ``first=uniform`` need two layers (one layer has no residual stream, and a frozen
+        layer 1 pools through the residual: without it A_eff = A_2 U pools whatever layer 2
+        does). The one place these rules live: the parser, ``masks.Stack`` and the scripts'
+        options call it."""
+        if not isinstance(self.base, str) or "+" in self.base:
+            raise ValueError(f"mask: a stack's base must be a plain mask, got {self.base!r}")
+        if self.layers not in (1, 2) or isinstance(self.layers, bool):
+            raise ValueError(f"layers must be 1 or 2, got {self.layers!r}")
+        if not isinstance(self.shift, numbers.Integral) or isinstance(self.shift, bool) or self.shift < 1:
+            raise ValueError(f"shift must be an integer >= 1, got {self.shift!r}")
+        if self.first not in ("free", "uniform"):
+            raise ValueError(f"first must be 'free' or 'uniform', got {self.first!r}")
+        if not self.residual and self.layers != 2:
+            raise ValueError("residual=no needs layers=2 (one layer has no residual stream)")
+        if self.first == "uniform" and not (self.layers == 2 and self.residual):
+            raise ValueError("first='uniform' (layer 1 frozen at uniform pooling) needs layers=2 with the residual "
+                             "stream (without it A_eff = A_2 U pools whatever layer 2 does)")
+        return self
+
     @property
     def spec(self) -> str:
         """``base+layers=N+shift=K`` (``+residual=no`` without the residual stream,
@@ -142,7 +165,7 @@ def stack_spec(spec: str) -> StackSpec:
         if not sep or key not in ("layers", "shift", "residual", "first") or key in kw:
             raise ValueError(f"mask: option {o!r} not allowed; the forms are {STACK_FORMS}")
         kw[key] = _stack_option(key, value)
-    return StackSpec(base, **kw)
+    return StackSpec(base, **kw).checked()
 
 
 def mask_spec(spec: str) -> tuple[str, object]:

@@ -101,16 +101,16 @@ def add_stack_options(ap, first_layer: bool = False) -> None:
 
 def stack_mask(ap, a) -> str:
     """The mask spec of ``--mask`` with ``add_stack_options``' architecture over it."""
-    if a.no_residual and a.layers == 1:
-        ap.error("--no-residual needs --layers 2 (one layer has no residual stream)")
-    first = getattr(a, "first_layer", "free")
-    if first != "free" and (a.layers != 2 or a.no_residual):
-        ap.error("--first-layer uniform needs --layers 2 with the residual stream")
-    if a.layers == 1 and a.shift == 1:
-        return a.mask
     from copyjax.specs import StackSpec
 
-    return StackSpec(a.mask, a.layers, not a.no_residual, a.shift, first).spec
+    try:
+        spec = StackSpec(a.mask, a.layers, not a.no_residual, a.shift, getattr(a, "first_layer", "free")).checked()
+    except ValueError as e:  # the spec's own rule, in the options' names
+        flags = {"residual=no": "--no-residual", "first": "--first-layer", "layers": "--layers", "shift": "--shift"}
+        ap.error(f"{next((f for k, f in flags.items() if str(e).startswith(k)), '--mask')}: {e}")
+    if a.layers == 1 and a.shift == 1:
+        return a.mask
+    return spec.spec
 
 
 def token_law_arg(s):

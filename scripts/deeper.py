@@ -177,9 +177,10 @@ def main(argv=None):
     from copyjax import masks, results
     from copyjax.specs import StackSpec
 
-    if a.no_residual and a.layers == 1:
-        ap.error("--no-residual needs --layers 2")
-    spec = StackSpec(a.mask, a.layers, not a.no_residual, a.shift).spec
+    try:
+        spec = StackSpec(a.mask, a.layers, not a.no_residual, a.shift).checked().spec
+    except ValueError as e:  # the spec's own rule (copyjax.specs.StackSpec.checked), in the options' names
+        ap.error(f"--no-residual: {e}" if str(e).startswith("residual") else str(e))
     os.makedirs(a.out, exist_ok=True)
     records = []
     divide = copy_divide(masks.get(spec), a)

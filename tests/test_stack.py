@@ -209,6 +209,49 @@ def test_specs_round_trip_and_bad_ones_name_the_option():
         cj.exact_action(jnp.zeros((L, L)), jnp.zeros((L, L, 2, 2)), HYPER, "softmax", m)
 
 
+def test_one_rule_decides_which_stacks_exist_for_the_spec_the_class_and_the_options():
+    """Every (layers, residual, shift, first) is accepted alike by the spec's parser,
+    ``masks.stack.Stack`` and the scripts' options (``stack_mask``), and refused alike with the
+    option named; the model table below is written out here, not read from the code."""
+    import argparse
+    import sys
+    sys.path.insert(0, "scripts")
+    from _cli import add_stack_options, stack_mask
+    from copyjax.masks.stack import Stack
+
+    def is_a_model(layers, residual, shift, first):
+        return layers in (1, 2) and shift >= 1 and (residual or layers == 2) and (
+            first == "free" or (layers == 2 and residual))
+
+    base = masks.get("full")
+    for layers in (1, 2, 3):
+        for residual in (True, False):
+            for shift in (0, 1, 2):
+                for first in ("free", "uniform"):
+                    spec = f"full+layers={layers}+shift={shift}+residual={'yes' if residual else 'no'}+first={first}"
+                    expect = is_a_model(layers, residual, shift, first)
+                    ap = argparse.ArgumentParser()
+                    ap.add_argument("--mask", default="full")
+                    add_stack_options(ap, first_layer=True)
+                    argv = ["--layers", str(layers), "--shift", str(shift), "--first-layer", first] + (
+                        [] if residual else ["--no-residual"])
+                    tries = {"spec": lambda: masks.get(spec),
+                             "class": lambda: Stack(base, layers, residual, shift, first)}
+                    if layers in (1, 2):  # --layers's choices refuse 3 before the rule is asked
+                        tries["options"] = lambda: stack_mask(ap, ap.parse_args(argv))
+                    for where, make in tries.items():
+                        try:
+                            make()
+                            got = True
+                        except (ValueError, SystemExit):
+                            got = False
+                        assert got == expect, (where, spec)
+    with pytest.raises(ValueError, match="residual=no needs layers=2"):
+        masks.get("full+layers=1+residual=no")
+    with pytest.raises(ValueError, match="shift must be an integer"):
+        Stack(base, 2, True, 1.5)
+
+
 def test_the_plain_cyclic_stack_cannot_tell_how_the_shift_is_split_and_the_residual_can():
     """Softmax patterns alpha P + (1 - alpha) U of circulant permutations P compose as
     alpha^2 S^(a+b) + (1 - alpha^2) U: without the residual stream, (I, S^2), (S, S) and

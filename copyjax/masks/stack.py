@@ -38,18 +38,10 @@ class Stack(Mask):
     def __init__(self, base: Mask, layers: int = 2, residual: bool = True, shift: int = 1, first: str = "free"):
         if isinstance(base, Stack):
             raise ValueError("mask: a stack's base must be a plain mask, got a stack")
-        if layers not in (1, 2):
-            raise ValueError(f"layers must be 1 or 2, got {layers!r}")
-        if not (isinstance(shift, (int, np.integer)) and shift >= 1):
-            raise ValueError(f"shift must be an integer >= 1, got {shift!r}")
-        if first not in ("free", "uniform"):
-            raise ValueError(f"first must be 'free' or 'uniform', got {first!r}")
-        if first == "uniform" and not (layers == 2 and residual):
-            raise ValueError("first='uniform' (layer 1 frozen at uniform pooling) needs layers=2 with the residual "
-                             "stream (without it A_eff = A_2 U pools whatever layer 2 does)")
+        checked = StackSpec(base.spec, layers, bool(residual), shift, first).checked()
         self.base, self.layers, self.residual, self.shift = base, int(layers), bool(residual), int(shift)
         self.first = first
-        self.spec = StackSpec(base.spec, self.layers, self.residual, self.shift, first).spec
+        self.spec = checked._replace(layers=self.layers, shift=self.shift).spec
         self.activations = base.activations
 
     # ---- the facts
