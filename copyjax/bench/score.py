@@ -57,9 +57,8 @@ from scipy import stats as sps
 
 from copyjax import chains
 from copyjax._checks import check_size
-from copyjax.samplers.registry import grads_per_step, is_minibatch
+from copyjax.samplers.registry import grads_per_step
 from copyjax.bench.task import Reference
-from copyjax.minibatch import check_batch_size
 from copyjax.network import Observer, init_params
 from copyjax.samplers import NetworkSampler
 
@@ -144,24 +143,9 @@ def _algorithm(ref: Reference, build, step_size: float, batch_size: int | None =
     position)`` on ``batch_size`` sequences), the observed scalars (c_G and the loss), and the
     task's arrays they take."""
     t = ref.task
-    batch = _batch_size(build, batch_size, t.P)
-    data = {"stats": t.stats()} if batch is None else {"stats": t.stats(), "tokens": t.tokens()}
-    spec = NetworkSampler(t.hyper, t.activation, build, batch, step_size=float(step_size))
+    spec = NetworkSampler(t.hyper, t.activation, build, batch_size, step_size=float(step_size)).checked(t.P)
+    data = {"stats": t.stats()} if batch_size is None else {"stats": t.stats(), "tokens": t.tokens()}
     return spec, Observer(t.hyper, t.activation, ("cG", "loss")), data
-
-
-def _batch_size(build, batch_size, P: int) -> int | None:
-    """The minibatch size of ``build``'s runs: ``batch_size`` (in [1, P]) for a minibatch
-    sampler, None for a full-batch one (which refuses a batch size rather than ignore it)."""
-    if is_minibatch(build):
-        if batch_size is None:
-            raise ValueError("a minibatch sampler (build(logdensity_fn, grad_estimator, step_size)) needs "
-                             "batch_size, in [1, P]")
-        return check_batch_size(batch_size, P)
-    if batch_size is not None:
-        raise ValueError(f"batch_size is for minibatch samplers only; this one takes full-batch gradients, "
-                         f"got batch_size={batch_size}")
-    return None
 
 
 def run(ref: Reference, build, step_size: float, *, start: str, n_chains: int, num_steps: int, thin: int,
@@ -372,7 +356,7 @@ def score_sampler(ref: Reference, name: str, build, step_size: float, *, n_chain
         raise ValueError(f"step_size must be a finite number > 0, got {step_size}")
     n_chains = check_size("n_chains", n_chains, 4)
     thin = check_size("thin", thin, 1)
-    batch_size = _batch_size(build, batch_size, ref.task.P)
+    NetworkSampler(ref.task.hyper, ref.task.activation, build, batch_size).checked(ref.task.P)  # refused before any run
     if (num_steps is None) == (budget_seconds is None):
         raise ValueError(f"give one of num_steps and budget_seconds, got {num_steps} and {budget_seconds}")
     if budget_seconds is not None:

@@ -164,23 +164,34 @@ class NetworkSampler(NamedTuple):
                              f"{tuple(k[:-3] for k in registry.SAMPLERS if k.endswith('_mb'))}")
         return registry.SAMPLERS[f"{self.kind}_mb"]
 
+    def checked(self, P: int | None = None) -> "NetworkSampler":
+        """This spec if its build and ``batch_size`` go together, else ``ValueError``: a
+        minibatch build needs ``batch_size`` (in [1, P] when ``P`` is given), a user's full-batch
+        build refuses one rather than run on the full batch; called by ``build``, and by callers
+        that want the refusal before any compilation."""
+        build = self.factory()
+        if not registry.is_minibatch(build):
+            if callable(self.kind) and self._independent():
+                raise ValueError("batch_size is for minibatch builds (build(logdensity_fn, grad_estimator, "
+                                 f"step_size)); this one takes full-batch gradients, got batch_size={self.batch_size}")
+        elif self.batch_size is None:
+            raise ValueError("a minibatch sampler (build(logdensity_fn, grad_estimator, step_size)) needs "
+                             "batch_size, in [1, P]")
+        elif P is not None:
+            check_batch_size(self.batch_size, P)
+        return self
+
     def build(self, data) -> SamplingAlgorithm:
         """``factory()`` on the exact log posterior through ``data["stats"]`` (under
         ``layout="shared"`` the step's minibatch statistics), or, for a minibatch sampler, with
         ``grad_estimator(rng_key, position)`` on each chain's own batch of ``data["tokens"]``
         (``network_grad_estimator``)."""
-        build = self.factory()
+        build = self.checked().factory()
         stats = data.get("stats")
         step_size = data["step_size"] if self.step_size is None else self.step_size
         logdensity = lambda p: logdensity_from_stats(p, stats, self.hyper, self.activation, self.mask)
         if not registry.is_minibatch(build):
-            if callable(self.kind) and self._independent():
-                raise ValueError("batch_size is for minibatch builds (build(logdensity_fn, grad_estimator, "
-                                 "step_size)); this one takes full-batch gradients")
             return build(logdensity, step_size)
-        if self.batch_size is None:
-            raise ValueError("a minibatch sampler (build(logdensity_fn, grad_estimator, step_size)) needs "
-                             "batch_size, in [1, P]")
         est, draw = network_grad_estimator(stats, self.hyper, self.activation, data.get("tokens"), self.batch_size,
                                            self.mask)
         return build(logdensity, lambda key, p: est(p, draw(key)), step_size)
