@@ -85,3 +85,30 @@ def test_every_benchmark_imports_and_parses_its_options():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert r.returncode == 0 and r.stdout.strip().splitlines()[-1] == "[]", (r.stdout[-3000:], r.stderr[-3000:])
     assert len(BENCHMARKS) >= 15
+
+
+def test_mutation_skips_exactly_the_mutants_inside_annotations():
+    """benchmarks/mutation.py records a mutant inside a type annotation as equivalent without
+    running it (never evaluated under ``from __future__ import annotations``): the spans found
+    cover the annotations of a hand-written snippet, and no operator of its code."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    from mutation import _inside, annotation_spans
+
+    src = ("from __future__ import annotations\n"
+           "def f(a: int | None = 1 + 2, *, b: float | None = None) -> dict | None:\n"
+           "    c: int | None = a - 1\n"
+           "    return {'x': c * 2}\n")
+    spans = annotation_spans(src)
+    rows = src.splitlines()
+
+    def at(row, text, nth=0):  # the (start, end) of the nth occurrence of text on a row
+        col = -1
+        for _ in range(nth + 1):
+            col = rows[row - 1].index(text, col + 1)
+        return (row, col), (row, col + len(text))
+
+    for row, text, nth in [(2, "|", 0), (2, "|", 1), (2, "|", 2), (3, "|", 0)]:
+        assert _inside(*at(row, text, nth), spans), (row, text, nth)
+    for row, text in [(2, "+"), (3, "-"), (4, "*"), (2, "1")]:
+        assert not _inside(*at(row, text), spans), (row, text)
+    assert annotation_spans(src.replace("from __future__ import annotations\n", "")) == []
