@@ -204,3 +204,25 @@ def test_the_localised_action_under_a_mask_integrates_w_exactly(mask):
                                float(mean_loss(W_star, G_star)), rtol=1e-10)
     cG_star = float(m.order(m.attention(G_star, "softmax"), "softmax")["cG"])
     assert llc.phase_of(cG_star, 0.0, "softmax", L, mask) == ("copy" if cG_star >= m.divide(L) else "pooling")
+
+
+def test_phase_labels_at_their_edges():
+    """``llc.phase_of``: softmax a_G against the mask's divide (``Mask.divide``, at it: copy),
+    linear |rho| against 0.1 (at it: above the onset); arrays give arrays of labels."""
+    from copyjax import masks
+
+    d = masks.get("full").divide(L)
+    got = llc.phase_of(np.array([d - 1e-9, d, d + 0.1]), None, "softmax", L)
+    assert got.tolist() == ["pooling", "copy", "copy"]
+    got = llc.phase_of(None, np.array([0.0, 0.0999, 0.1, 0.5]), "linear", L)
+    assert got.tolist() == ["below_onset", "below_onset", "above_onset", "above_onset"]
+    assert llc.phase_of(None, 0.3, "linear", L) == "above_onset"
+
+
+def test_sgld_llc_reports_a_value_from_two_chains(problem):
+    """Two finite chains are enough for lambda_hat and its MCSE (the split R-hat needs two):
+    ``sgld_llc`` with ``n_chains=2`` gives finite numbers, not the nan of a run without them."""
+    st, G, W = problem
+    r = llc.sgld_llc(jax.random.key(4), st, W, G, "softmax", gamma=1.0, step_size=0.003, n_chains=2,
+                     num_steps=90, devices=jax.devices()[:1])
+    assert r.nonfinite == 0 and np.isfinite(r.llc) and np.isfinite(r.llc_se) and r.llc_se > 0, r
