@@ -103,3 +103,25 @@ def test_the_skinny_gemm_tables_quote_their_json():
         for g in res["gemm"]]
     assert [[int(r[0]), float(r[1]), float(r[2])] for r in action] == [
         [a["chains"], round(a["ms"], 2), round(a["ms_per_chain"], 2)] for a in res["action"]]
+
+
+def test_the_scan_error_table_quotes_its_json():
+    """docs/benchmarks.md's table of the scan's reported errors against the spread of repeats is
+    the saved runs' JSON (benchmarks/scan_error.py), rounded as printed, the spread recomputed
+    from the runs' own P*."""
+    import json
+
+    import numpy as np
+
+    page = (ROOT / "docs" / "benchmarks.md").read_text().split("## Is the scan's error its Monte Carlo error?", 1)[1]
+    rows = {int(r[0]): r for r in ([c.strip() for c in ln.strip("|").split("|")] for ln in page.splitlines()
+                                    if re.match(r"\| \d+ \| \d+ \|", ln))}
+    for steps in (300, 900):
+        res = json.loads((ROOT / "docs" / "figures" / f"scan_error_L16_V8_steps{steps}.json").read_text())
+        P = np.array([r["P_star"] for r in res["runs"]])
+        assert res["steps"] == steps and np.std(P, ddof=1) == pytest.approx(res["P_star_sd"])
+        m, b = res["err_mbar"], res["boot_sd"]
+        want = [str(steps), str(res["repeats"]), f"{res['P_star_mean']:.1f}", f"{res['P_star_sd']:.2f}",
+                f"{m['mean_reported']:.2f}", f"{m['ratio']:.2f} ({m['interval90'][0]:.2f}-{m['interval90'][1]:.2f})",
+                f"{b['mean_reported']:.2f}", f"{b['ratio']:.2f} ({b['interval90'][0]:.2f}-{b['interval90'][1]:.2f})"]
+        assert rows[steps] == want, (rows[steps], want)
