@@ -99,6 +99,7 @@ def test_sgld_step_size_bias_is_resolved_by_the_exact_value(problem, exact):
     big, small = (llc.sgld_llc(jax.random.key(1), st, W, G, "softmax", gamma=1.0, step_size=eps, n_chains=16,
                                num_steps=6000, devices=jax.devices()[:1]) for eps in (0.03, 0.003))
     assert big.nonfinite == 0 and small.nonfinite == 0
+    assert max(big.llc_se, small.llc_se) < 0.05 * exact.llc, (big, small)  # measured 0.02 and 0.06
     assert big.llc - exact.llc > 4 * np.hypot(big.llc_se, exact.llc_se), (big.llc, exact.llc)
     assert abs(small.llc - exact.llc) < abs(big.llc - exact.llc) - 4 * np.hypot(big.llc_se, small.llc_se)
 
@@ -109,13 +110,18 @@ def test_minibatch_sgld_estimates_the_same_llc(problem, exact):
     lies within 4 combined MCSE plus SGLD's own step-size bias at that step (3.5 %, the
     previous test) of the exact value: measured 4.96 +- 0.07 against 4.818 (full batch at that
     step: 4.98). Planted: the batch's loss scaled by nbeta / P instead of nbeta / B (the data
-    term 10x too weak) gives 23.0: fails. Bad input is refused."""
+    term 10x too weak) gives 23.0: fails; the data term's sign flipped (nbeta / B - loglik, a
+    mutant that lived while the tolerance was in MCSE units alone) gives 2e95 +- 7e94: fails
+    the resolution check. Bad input is refused."""
     st, G, W = problem
     tokens = cj.sample_tokens(jax.random.key(3), P, L, V)
     np.testing.assert_array_equal(cj.sufficient_stats(tokens, V).astype(jnp.float64), st)
     mb = llc.sgld_llc(jax.random.key(2), st, W, G, "softmax", gamma=1.0, step_size=0.003, n_chains=16,
                       num_steps=6000, tokens=tokens, batch_size=20, devices=jax.devices()[:1])
     assert mb.nonfinite == 0
+    # the comparison's resolution first: a run whose MCSE is large passes any tolerance in MCSE
+    # units (measured 0.066, 1.4 % of the value; a sign-flipped minibatch gradient gives 7e94)
+    assert mb.llc_se < 0.05 * exact.llc, (mb.llc, mb.llc_se)
     assert abs(mb.llc - exact.llc) < 0.035 * exact.llc + 4 * np.hypot(mb.llc_se, exact.llc_se), (mb.llc, exact.llc)
     with pytest.raises(ValueError, match="tokens"):
         llc.sgld_llc(jax.random.key(2), st, W, G, "softmax", step_size=0.003, num_steps=10, batch_size=20)
@@ -226,3 +232,15 @@ def test_sgld_llc_reports_a_value_from_two_chains(problem):
     r = llc.sgld_llc(jax.random.key(4), st, W, G, "softmax", gamma=1.0, step_size=0.003, n_chains=2,
                      num_steps=90, devices=jax.devices()[:1])
     assert r.nonfinite == 0 and np.isfinite(r.llc) and np.isfinite(r.llc_se) and r.llc_se > 0, r
+
+
+def test_left_phase_is_the_fraction_of_draws_off_w_stars_phase(problem, exact):
+    """``LLCResult.left_phase``: the fraction of the draws whose a_G lies in another phase than
+    w*'s (a copy pattern here: the draws below the full mask's divide), recomputed from the
+    result's own c_G draws; 0 here (gamma = 1 keeps the chains in the copy basin)."""
+    from copyjax import masks
+
+    cG = np.asarray(exact.cG)
+    assert cG.shape == exact.loss.shape
+    want = float(np.mean(cG < masks.get("full").divide(L)))
+    assert exact.left_phase == pytest.approx(want, abs=1e-12) and want < 0.05, (exact.left_phase, want)
