@@ -164,6 +164,13 @@ def test_bad_input_is_a_value_error(problem):
         llc.estimate_llc(jax.random.key(0), st, W, G[:3, :3], "softmax", num_steps=10)
     with pytest.raises(ValueError, match="P must be > 1"):
         llc.default_nbeta(1)
+    # the floors: two chains (an R-hat), two steps (a draw after the default burn-in of a third)
+    with pytest.raises(ValueError, match="num_steps must be an integer >= 2"):
+        llc.estimate_llc(jax.random.key(0), st, W, G, "softmax", num_steps=1)
+    with pytest.raises(ValueError, match="n_chains must be an integer >= 2"):
+        llc.sgld_llc(jax.random.key(0), st, W, G, "softmax", step_size=1e-3, n_chains=1, num_steps=10)
+    # the default nbeta is P / log P of the whole data (not floored, not devinterp's B / log B)
+    assert llc.default_nbeta(200) == 200 / np.log(200) and llc.default_nbeta(2.5) == 2.5 / np.log(2.5)
 
 
 @pytest.mark.parametrize("mask", ["causal", "window:2"])
