@@ -279,3 +279,40 @@ def test_scan_P_star_agrees_with_per_P_umbrella_runs(one_device):
     z = (sc.P_star - P_p) / np.hypot(err_s, err_p)
     print(f"per-P {P_p:.1f} +- {err_p:.1f}, scan {sc.P_star:.1f} +- {err_s:.1f}, z {z:+.2f}")
     assert abs(z) < 4, (P_p, err_p, sc.P_star, err_s)
+
+
+def test_scan_profiles_equal_a_logsumexp_per_bin():
+    """The scan's profiles and log-odds (``_scan_profiles``, one NumPy pass over the bins)
+    against a logsumexp taken bin by bin with jax (the way they were computed before), on log
+    weights spanning 800 nats, bins 1500 nats below the rest (a shift by the row's maximum
+    instead of the bin's underflows there), zero-weight samples, empty bins and samples outside
+    the edges: equal to 1e-12 in every bin, nan in the same (empty) bins."""
+    from jax.scipy.special import logsumexp
+
+    from copyjax.free_energy.scan import _scan_profiles
+
+    rng = np.random.default_rng(0)
+    N, n_t = 3000, 5
+    edges = np.linspace(-0.02, 0.8, 42)
+    op = np.concatenate([rng.uniform(-0.1, 0.5, N - 10), np.full(10, 0.9)])  # bins above 0.5 empty; 10 outside
+    data = rng.normal(0, 200, (N, n_t))
+    prior = rng.normal(0, 1, N)
+    logden = rng.normal(0, 1, N)
+    data[:7] = np.inf  # zero weight
+    data[(op > 0.0) & (op < 0.06)] += 1500.0  # bins whose weights lie 1500 nats below the others'
+    F, lr = _scan_profiles(logden, data, prior, op, edges, 0.158)
+    a = -(data + prior[:, None]).T - logden[None, :]
+    b = np.digitize(op, edges) - 1
+    width = np.diff(edges)
+    ref = np.full((n_t, len(width)), np.nan)
+    for j in range(len(width)):
+        if (b == j).any():
+            ref[:, j] = -np.asarray(logsumexp(a[:, b == j], axis=1)) + np.log(width[j])
+    ref -= np.nanmin(ref, axis=1, keepdims=True)
+    assert np.array_equal(np.isnan(F), np.isnan(ref)) and np.isnan(F[:, -5:]).all()
+    np.testing.assert_allclose(F, ref, rtol=1e-12, atol=1e-9)
+    copy = op >= 0.158
+    lr_ref = np.asarray(logsumexp(a[:, copy], axis=1) - logsumexp(a[:, ~copy], axis=1))
+    np.testing.assert_allclose(lr, lr_ref, rtol=1e-12, atol=1e-9)
+    _, lr_one = _scan_profiles(logden, data, prior, np.full(N, 0.5), edges, 0.158)
+    assert np.isnan(lr_one).all()  # one phase only: no log-odds

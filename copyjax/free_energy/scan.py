@@ -7,7 +7,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import logsumexp
 
 from copyjax import mbar
 from copyjax._checks import check_positive, check_size
@@ -80,6 +79,22 @@ def _crossing_barrier(P, barrier, P_star):
     return float((1 - w) * barrier[i] + w * barrier[i + 1])
 
 
+def _binned_logsumexp(a, b, n_bins: int) -> np.ndarray:
+    """``(n_t, n_bins)``: the logsumexp of ``a: (n_t, N)`` over the samples of each bin ``b:
+    (N,)`` (samples outside [0, n_bins) left out; -inf for an empty bin), in NumPy: one pass,
+    no array whose shape depends on the bins' counts (jax's logsumexp compiled one program per
+    bin and bootstrap replicate, 85 % of a scan's time at L = 16)."""
+    ok = (b >= 0) & (b < n_bins)
+    a, b = np.asarray(a, float)[:, ok], b[ok]
+    top = np.full((n_bins, a.shape[0]), -np.inf)
+    np.maximum.at(top, b, a.T)
+    top = np.where(np.isfinite(top), top, 0.0)
+    total = np.zeros_like(top)
+    np.add.at(total, b, np.exp(a.T - top[b]))
+    with np.errstate(divide="ignore"):
+        return (top + np.log(total)).T
+
+
 def _scan_profiles(log_denominator, data, prior, op, edges, divide):
     """Free-energy profiles over ``op`` and the phases' log-odds at every temper of ``data:
     (N, n_t)`` from one MBAR solution (its per-sample ``log_denominator: (N,)``), without
@@ -88,14 +103,15 @@ def _scan_profiles(log_denominator, data, prior, op, edges, divide):
     a = -(data + prior[:, None]).T - np.asarray(log_denominator)[None, :]  # (n_t, N): log weights
     b = np.digitize(op, edges) - 1
     width = np.diff(edges)
-    F = np.full((a.shape[0], len(width)), np.nan)
-    for j in range(len(width)):
-        s = b == j
-        if s.any():
-            F[:, j] = -np.asarray(logsumexp(a[:, s], axis=1)) + np.log(width[j])
+    counts = np.bincount(b[(b >= 0) & (b < len(width))], minlength=len(width))
+    F = np.where(counts > 0, -_binned_logsumexp(a, b, len(width)) + np.log(width), np.nan)
     F -= np.nanmin(F, axis=1, keepdims=True)
-    copy = op >= divide
-    lr = np.asarray(logsumexp(a[:, copy], axis=1) - logsumexp(a[:, ~copy], axis=1)) if copy.any() and (~copy).any() else np.full(a.shape[0], np.nan)
+    copy = np.asarray(op) >= divide
+    if copy.any() and (~copy).any():
+        pool_copy = _binned_logsumexp(a, copy.astype(int), 2)
+        lr = pool_copy[:, 1] - pool_copy[:, 0]
+    else:
+        lr = np.full(a.shape[0], np.nan)
     return F, lr
 
 
