@@ -244,10 +244,19 @@ def test_sgld_llc_reports_a_value_from_two_chains(problem):
 def test_left_phase_is_the_fraction_of_draws_off_w_stars_phase(problem, exact):
     """``LLCResult.left_phase``: the fraction of the draws whose a_G lies in another phase than
     w*'s (a copy pattern here: the draws below the full mask's divide), recomputed from the
-    result's own c_G draws; 0 here (gamma = 1 keeps the chains in the copy basin)."""
+    result's own c_G draws; 0 here (gamma = 1 keeps the chains in the copy basin), and between 0
+    and 1 where a weak localisation lets them leave it (a phase compared by ``>=`` instead of
+    ``==``, a mutant that lived, counts the pooling draws as home: 0)."""
     from copyjax import masks
 
     cG = np.asarray(exact.cG)
     assert cG.shape == exact.loss.shape
     want = float(np.mean(cG < masks.get("full").divide(L)))
     assert exact.left_phase == pytest.approx(want, abs=1e-12) and want < 0.05, (exact.left_phase, want)
+    # a weak localisation (gamma 1e-3) and a hot posterior (nbeta 1) let the chains wander off
+    # the copy basin: the fraction is then well inside (0, 1), still the draws' own
+    st, G, W = problem
+    loose = llc.estimate_llc(jax.random.key(5), st, W, G, "softmax", nbeta=1.0, gamma=1e-3, n_chains=4, num_steps=600,
+                             devices=jax.devices()[:1])
+    want = float(np.mean(np.asarray(loose.cG) < masks.get("full").divide(L)))
+    assert loose.left_phase == pytest.approx(want, abs=1e-12) and 0.05 < want < 0.95, (loose.left_phase, want)
