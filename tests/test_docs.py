@@ -125,3 +125,22 @@ def test_the_scan_error_table_quotes_its_json():
                 f"{m['mean_reported']:.2f}", f"{m['ratio']:.2f} ({m['interval90'][0]:.2f}-{m['interval90'][1]:.2f})",
                 f"{b['mean_reported']:.2f}", f"{b['ratio']:.2f} ({b['interval90'][0]:.2f}-{b['interval90'][1]:.2f})"]
         assert rows[steps] == want, (rows[steps], want)
+
+
+def test_the_scan_against_per_p_table_quotes_its_json():
+    """docs/benchmarks.md's scan-against-per-P table (benchmarks/scan_error.py --per-p) is the
+    saved JSON, rounded as printed; its efficiencies recomputed from the JSON's own times and
+    spreads (time x sd^2, per-P over scan)."""
+    import json
+
+    page = (ROOT / "docs" / "benchmarks.md").read_text().split("**Against the per-P method, from the spreads.**", 1)[1]
+    row = next([c.strip() for c in ln.strip("|").split("|")] for ln in page.splitlines() if ln.startswith("| 16 | 8 |"))
+    d = json.loads((ROOT / "docs" / "figures" / "scan_error_L16_V8_steps900_perP.json").read_text())
+    p = d["per_p"]
+    eff = (p["seconds"] * p["P_star_sd"] ** 2) / (d["seconds"] * d["P_star_sd"] ** 2)
+    assert eff == pytest.approx(p["efficiency_from_spreads"])
+    want = [str(d["L"]), str(d["V"]), str(d["repeats"]),
+            f"{d['P_star_sd']:.2f} ({d['err_mbar']['mean_reported']:.2f} / {d['boot_sd']['mean_reported']:.2f})",
+            f"{d['seconds'] / d['repeats']:.1f}", f"{p['P_star_sd']:.2f} ({p['err_mbar']['mean_reported']:.2f})",
+            f"{p['seconds'] / d['repeats']:.1f}", f"{eff:.2f}", f"{p['efficiency_from_reported']:.2f}"]
+    assert row == want, (row, want)
