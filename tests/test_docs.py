@@ -134,13 +134,14 @@ def test_the_scan_against_per_p_table_quotes_its_json():
     import json
 
     page = (ROOT / "docs" / "benchmarks.md").read_text().split("**Against the per-P method, from the spreads.**", 1)[1]
-    row = next([c.strip() for c in ln.strip("|").split("|")] for ln in page.splitlines() if ln.startswith("| 16 | 8 |"))
-    d = json.loads((ROOT / "docs" / "figures" / "scan_error_L16_V8_steps900_perP.json").read_text())
-    p = d["per_p"]
-    eff = (p["seconds"] * p["P_star_sd"] ** 2) / (d["seconds"] * d["P_star_sd"] ** 2)
-    assert eff == pytest.approx(p["efficiency_from_spreads"])
-    want = [str(d["L"]), str(d["V"]), str(d["repeats"]),
-            f"{d['P_star_sd']:.2f} ({d['err_mbar']['mean_reported']:.2f} / {d['boot_sd']['mean_reported']:.2f})",
-            f"{d['seconds'] / d['repeats']:.1f}", f"{p['P_star_sd']:.2f} ({p['err_mbar']['mean_reported']:.2f})",
-            f"{p['seconds'] / d['repeats']:.1f}", f"{eff:.2f}", f"{p['efficiency_from_reported']:.2f}"]
-    assert row == want, (row, want)
+    for name, head in (("scan_error_L16_V8_steps900_perP", "| 16 | 8 |"), ("scan_error_L32_V32_steps900_perP", "| 32 | 32 |")):
+        row = next([c.strip() for c in ln.strip("|").split("|")] for ln in page.splitlines() if ln.startswith(head))
+        d = json.loads((ROOT / "docs" / "figures" / f"{name}.json").read_text())
+        p = d["per_p"]
+        eff = (p["seconds"] * p["P_star_sd"] ** 2) / (d["seconds"] * d["P_star_sd"] ** 2)
+        assert eff == pytest.approx(p["efficiency_from_spreads"])
+        want = [str(d["L"]), str(d["V"]), str(d["repeats"]),
+                f"{d['P_star_sd']:.2f} ({d['err_mbar']['mean_reported']:.2f} / {d['boot_sd']['mean_reported']:.2f})",
+                f"{d['seconds'] / d['repeats']:.1f}", f"{p['P_star_sd']:.2f} ({p['err_mbar']['mean_reported']:.2f})",
+                f"{p['seconds'] / d['repeats']:.1f}", f"{eff:.2f}", f"{p['efficiency_from_reported']:.2f}"]
+        assert row == want, (row, want)
