@@ -21,7 +21,6 @@ import json
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 
@@ -52,18 +51,11 @@ def main(argv=None):
     if a.repeats < 3:
         ap.error(f"--repeats must be >= 3 (an sd over repeats), got {a.repeats}")
     jax.config.update("jax_enable_x64", True)
-    import copyjax as cj
     from copyjax import free_energy as FE
+    from scan_vs_per_p import transition_data  # the same data as that benchmark's
 
     L, V = a.L, a.V
-    hyper = cj.default_hyper("softmax", L)
-    tp = cj.transition_points(L, V, "softmax", hyper, "posterior")
-    if tp.P_star is None:
-        ap.error(f"--L {L} --V {V}: the theory's posterior form has no first-order transition there; "
-                 "try L = 16, V = 8")
-    P0 = int(round(tp.P_star))
-    key = cj.point_key(a.seed, P0)
-    stats = cj.sampled_stats(jax.random.fold_in(key, 0), P0, L, V).astype(jnp.float32)
+    hyper, P0, key, stats = transition_data(ap, L, V, a.seed)
     lo, hi = a.span[0] * P0, a.span[1] * P0
     print(f"L={L}, V={V}: data of P0 = {P0} sequences; {a.repeats} scans over [{lo:.0f}, {hi:.0f}], "
           f"{a.steps} steps a window, {a.bootstrap} bootstrap replicates", flush=True)

@@ -23,6 +23,22 @@ import jax.numpy as jnp
 import numpy as np
 
 
+def transition_data(ap, L: int, V: int, seed: int):
+    """``(hyper, P0, key, stats)``: softmax's default hyperparameters at L, P0 = the theory's
+    posterior-form P* (an argument error where there is none), the key of
+    ``scripts/free_energy.py``'s data at P = P0 and those data's statistics (float32)."""
+    import copyjax as cj
+
+    hyper = cj.default_hyper("softmax", L)
+    tp = cj.transition_points(L, V, "softmax", hyper, "posterior")
+    if tp.P_star is None:
+        ap.error(f"--L {L} --V {V}: the theory's posterior form has no first-order transition there (no P* to "
+                 "compare); try a larger L or V (L = 16, V = 8 has one)")
+    P0 = int(round(tp.P_star))
+    key = cj.point_key(seed, P0)
+    return hyper, P0, key, cj.sampled_stats(jax.random.fold_in(key, 0), P0, L, V).astype(jnp.float32)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--L", type=int, default=32)
@@ -35,18 +51,10 @@ def main(argv=None):
     ap.add_argument("--out", help="write the figures as JSON here")
     a = ap.parse_args(argv)
     jax.config.update("jax_enable_x64", True)
-    import copyjax as cj
     from copyjax import free_energy as FE
 
     L, V = a.L, a.V
-    hyper = cj.default_hyper("softmax", L)
-    tp = cj.transition_points(L, V, "softmax", hyper, "posterior")
-    if tp.P_star is None:
-        ap.error(f"--L {L} --V {V}: the theory's posterior form has no first-order transition there (no P* to "
-                 "compare); try a larger L or V (L = 16, V = 8 has one)")
-    P0 = int(round(tp.P_star))
-    key = cj.point_key(a.seed, P0)  # scripts/free_energy.py's data at P = P0
-    stats = cj.sampled_stats(jax.random.fold_in(key, 0), P0, L, V).astype(jnp.float32)
+    hyper, P0, key, stats = transition_data(ap, L, V, a.seed)
     grid = np.array(sorted(a.grid))
     print(f"L={L}, V={V}: data of P0 = {P0} sequences (theory P*); per-P at t = {grid.tolist()}; "
           f"scan over [{grid[0] * P0:.0f}, {grid[-1] * P0:.0f}]", flush=True)
