@@ -214,8 +214,9 @@ def test_one_rule_decides_which_stacks_exist_for_the_spec_the_class_and_the_opti
     ``masks.stack.Stack`` and the scripts' options (``stack_mask``), and refused alike with the
     option named; the model table below is written out here, not read from the code."""
     import argparse
+    import os
     import sys
-    sys.path.insert(0, "scripts")
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
     from _cli import add_stack_options, stack_mask
     from copyjax.masks.stack import Stack
 
