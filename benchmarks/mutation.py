@@ -39,12 +39,6 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _classify(diff: str) -> str:
-    changed = [ln[1:].strip() for ln in (diff or "").splitlines()
-               if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
-    return "equivalent (annotation)" if changed and all(ln.startswith("def ") for ln in changed) else "survived"
-
-
 def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
     """``((row, col), (end_row, end_col))`` of every type annotation in ``source`` (rows from 1,
     columns from 0, as cosmic-ray's positions): under ``from __future__ import annotations``
@@ -111,7 +105,7 @@ def main(argv=None):
         t = table.setdefault(fn, {"mutants": 0, "killed": 0, "equivalent": 0, "survived": 0})
         t["mutants"] += 1
         kind = ("equivalent (annotation)" if _inside((line, col), (end_line, end_col), spans)
-                else "killed" if outcome == "KILLED" else _classify(diff))
+                else "killed" if outcome == "KILLED" else "survived")
         t["equivalent" if kind.startswith("equivalent") else kind] += 1
         if kind != "killed":
             survivors.append({"function": fn, "line": line, "operator": op, "kind": kind, "diff": diff})
