@@ -145,3 +145,17 @@ def test_the_scan_against_per_p_table_quotes_its_json():
                 f"{d['seconds'] / d['repeats']:.1f}", f"{p['P_star_sd']:.2f} ({p['err_mbar']['mean_reported']:.2f})",
                 f"{p['seconds'] / d['repeats']:.1f}", f"{eff:.2f}", f"{p['efficiency_from_reported']:.2f}"]
         assert row == want, (row, want)
+
+
+def test_the_readme_quotes_the_scan_efficiency_from_the_spreads():
+    """The README's scan-against-per-P sentence is the per-P JSON's efficiency from the spreads
+    (per-P over scan, time x sd^2): ``1.5x cheaper`` at L = 32 and ``2.4x dearer`` at L = 16."""
+    import json
+    import re
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    eff = {L: json.loads((ROOT / "docs" / "figures" / f"scan_error_L{L}_V{V}_steps900_perP.json").read_text())
+           ["per_p"]["efficiency_from_spreads"] for L, V in ((16, 8), (32, 32))}
+    m = re.search(r"the scan is (\d+\.\d)x cheaper at L = 32, V = 32 and (\d+\.\d)x dearer at L = 16, V = 8", text)
+    assert m, "the README's scan sentence is gone or reworded"
+    assert (m[1], m[2]) == (f"{eff[32]:.1f}", f"{1 / eff[16]:.1f}"), (m.groups(), eff)
