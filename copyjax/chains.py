@@ -358,12 +358,16 @@ def summarize(draws: np.ndarray, exclude: np.ndarray | None = None) -> Summary:
         # every shape: 0.2-1 s per call against 0.2 ms)
         ess = float(nd.effective_sample_size(x))
         return Summary(**counts, mean=mean, sd=sd, mcse=sd / math.sqrt(max(ess, 1.0)),
-                       rhat=float(blackjax.rhat(jnp.asarray(x), chain_axis=0, sample_axis=1)),
+                       rhat=float(_RHAT(jnp.asarray(x))),
                        split_rhat=float(nd.split_gelman_rubin(x[:, :, None])[0]), ess=ess)
     return Summary(**counts, mean=mean, sd=sd, mcse=sd / math.sqrt(max(x.size, 1)), rhat=nan, split_rhat=nan,
                    ess=nan)
 
 
+# jitted: called eagerly, blackjax's rank-normalised R-hat compiles its ops one by one for every
+# new chain count (2.4-2.7 s a shape against 0.6 s as one program, which the persistent
+# compilation cache then keeps; ``benchmarks/summarize_cost.py``)
+_RHAT = jax.jit(blackjax.rhat, static_argnames=("chain_axis", "sample_axis"))
 _ESS_BULK = jax.jit(blackjax.diagnostics.ess_bulk)
 _ESS_TAIL = jax.jit(blackjax.diagnostics.ess_tail)
 
