@@ -53,6 +53,41 @@ def test_landscape_helpers():
     assert np.isnan(FE.equal_weight_point(P, np.array([-3.0, -2.0, -1.0]), np.ones(3))[0])
 
 
+def test_landscape_helpers_at_their_edges_and_the_error_of_the_crossing():
+    """What the published P* and barriers are read with, at the cases the first test leaves out
+    (found by a mutation run over ``free_energy/landscape.py``): minima at the profile's ends,
+    a merge that keeps the lower of two minima, the bins' errors scaled by z (not raised to it),
+    the barrier between the two lowest of three minima, bin centres, and the crossing's error
+    against the delta method done by central differences (another computation of the same
+    derivative), in the first and the last interval of unsorted points; an infinite log-odds is
+    not a crossing."""
+    assert FE.local_minima(np.array([1.0, 3.0, 5.0, 2.0, 0.0])) == (0, 4)  # both ends
+    assert FE.local_minima(np.array([0.0, 0.5, 0.3])) == (0,)  # merged: the lower one stays
+    assert FE.local_minima(np.array([0.0, 5.0, 4.5, 5.0, 10.0, 1.0])) == (0, 5)  # a merge, then a minimum
+    dip = np.array([0.0, 20.0, 8.0, 20.0, 1.0])  # a 12-nat dip: kept with sd 3 (1 + 2 x 4.24 = 9.5 nats)
+    assert FE.local_minima(dip, F_sd=np.full(5, 3.0)) == (0, 2, 4)
+    assert FE.local_minima(dip, F_sd=np.full(5, 6.0)) == (0, 4)  # not with sd 6 (18 nats)
+    F = np.array([3.0, 0.0, 4.0, 6.0, 1.0, 7.0, 2.0, 9.0, 0.5])
+    assert FE.barrier_height(F, (1, 4, 8)) == pytest.approx(9.0 - 0.5)  # the two lowest: 1 and 8
+    assert FE.barrier_height(F, (1, 4)) == pytest.approx(6.0 - 1.0)
+    assert FE.bin_centres(np.array([0.0, 1.0, 3.0, 7.0]), [0, 2]) == [0.5, 5.0]
+
+    def crossing(P, r):  # where the interpolated log-odds cross 0 (the first bracket)
+        return FE.equal_weight_point(P, r, np.ones_like(r))[0]
+
+    for P, r, s in ((np.array([400.0, 100.0, 200.0]), np.array([2.5, -0.7, 1.1]), np.array([0.3, 0.2, 0.5])),
+                    (np.array([100.0, 150.0, 300.0, 700.0]), np.array([-3.0, -2.0, -0.4, 1.7]),
+                     np.array([0.1, 0.2, 0.35, 0.15]))):
+        Ps, err = FE.equal_weight_point(P, r, s)
+        grad = np.array([(crossing(P, r + h * e) - crossing(P, r - h * e)) / (2 * h)
+                         for e in np.eye(len(r)) for h in [1e-6]])
+        assert Ps == pytest.approx(crossing(P, r)) and np.isfinite(Ps)
+        assert err == pytest.approx(float(np.sqrt(np.sum((grad * s) ** 2))), rel=1e-6), (err, grad)
+    assert np.isnan(FE.equal_weight_point(np.array([1.0, 2.0, 3.0, 4.0]), np.array([-1.0, np.inf, np.inf, 3.0]),
+                                          np.ones(4))[0])
+    assert np.isnan(FE.equal_weight_point(np.arange(1.0, 5.0), -np.ones(4), np.ones(4))[0])  # no crossing
+
+
 def test_bad_arguments_are_value_errors():
     L, V = 4, 3
     h = cj.default_hyper("softmax", L)
