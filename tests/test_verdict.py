@@ -130,6 +130,47 @@ def test_the_reference_gate_follows_posteriordb():
     two = iid + np.where(np.arange(16) < 6, 5.0, 0.0)[:, None]
     assert not reference_gate(two, iid ** 2)["ok"]
     assert reference_gate(two, iid ** 2, group=np.arange(16) < 6)["ok"]
+    # chains that cross between the phases (low barrier, as at L = 20): left out of the gate, the
+    # staying chains judged within their phase; over all chains the R-hat fails
+    cross = two.copy()
+    cross[[0, 1, 6, 7], 200:] = iid[[0, 1, 6, 7], 200:] + np.array([0.0, 0.0, 5.0, 5.0])[:, None]
+    label = np.where(np.isin(np.arange(16), [0, 1, 6, 7]), -1, (np.arange(16) < 6).astype(int))
+    g = reference_gate(cross, iid ** 2, group=label, phases=True)
+    assert g["ok"] and g["chains_left_out"] == 4 and "4 crossing chains left out" in g["reason"], g
+    assert not reference_gate(cross, iid ** 2, group=(np.arange(16) < 6).astype(int), phases=True)["ok"]
+    # a phase that fewer than two chains stay in cannot be checked: the gate fails, naming it
+    one = np.where(np.arange(16) < 5, -1, (np.arange(16) < 6).astype(int))
+    g = reference_gate(cross, iid ** 2, group=one, phases=True)
+    assert not g["ok"] and "1 chain(s) stay in the copy phase" in g["reason"], g
+
+
+@pytest.mark.slow
+def test_a_two_phase_reference_is_gated_over_mixing_chains_or_within_each_phase():
+    """``bench.task._two_phase_gate`` (the gate ``bench.reference`` gives a two-phase
+    reference): chains in two phases 10 sd apart (the divide at 5, which no draw of either
+    phase's noise reaches). No chain crosses: judged
+    within each phase. Every chain mixes across (a low barrier): judged as one group, passes.
+    Four cross once, the rest stay (L = 20's barrier): one group fails, within each phase over
+    the twelve staying chains passes, the four left out. Too short to pass either: both reasons."""
+    from copyjax.bench.task import _two_phase_gate
+
+    rng = np.random.default_rng(0)
+    iid = rng.normal(size=(16, 400))
+    off = np.where(np.arange(16) < 6, 10.0, 0.0)[:, None]
+    side = lambda x: x >= 5.0
+    two = iid + off
+    g = _two_phase_gate(two, iid ** 2, side(two), "")
+    assert g["ok"] and g["chains_left_out"] == 0, g
+    mix = iid + 10.0 * (rng.random((16, 400)) < 0.4)  # every draw in either phase: chains mix
+    g = _two_phase_gate(mix, iid ** 2, side(mix), "")
+    assert g["ok"] and "within each phase" not in g["reason"], g
+    cross = two.copy()
+    cross[[0, 1, 6, 7], 200:] = iid[[0, 1, 6, 7], 200:] + np.array([0.0, 0.0, 10.0, 10.0])[:, None]
+    g = _two_phase_gate(cross, iid ** 2, side(cross), "")
+    assert g["ok"] and g["chains_left_out"] == 4, g
+    short = cross[:, 180:230]  # the crossings at draw 20 of 50
+    g = _two_phase_gate(short, iid[:, 180:230] ** 2, side(short), "")
+    assert not g["ok"] and "over all chains: R-hat" in g["reason"] and "within each phase: " in g["reason"], g
 
 
 def test_a_row_round_trips_and_is_judged_again():

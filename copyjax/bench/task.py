@@ -28,7 +28,7 @@ from copyjax.data import sample_tokens, sufficient_stats
 from copyjax.hyper import auto_step_size, default_hyper
 from copyjax.schema import Summary
 
-REFERENCE_VERSION = 3  # bump when the reference's computation changes: old cache files are ignored
+REFERENCE_VERSION = 4  # bump when the reference's computation changes: old cache files are ignored
 
 
 class Task(NamedTuple):
@@ -96,21 +96,26 @@ REF_RHAT_MAX = 1.01  # posteriordb's reference definition
 REF_ESS_MIN = 400  # bulk and tail ESS of c_G and of the loss (Vehtari et al. 2021)
 
 
-def reference_gate(cG: np.ndarray, loss: np.ndarray, group: np.ndarray | None = None, families: str = "") -> dict:
+def reference_gate(cG: np.ndarray, loss: np.ndarray, group: np.ndarray | None = None, families: str = "",
+                   phases: bool = False) -> dict:
     """Whether exact draws ``cG, loss: (chain, draw)`` may serve as a reference, held to
     posteriordb's standard: rank-normalised R-hat below ``REF_RHAT_MAX`` and bulk and tail ESS at
     least ``REF_ESS_MIN``, for c_G and the loss, within each group of chains (``group: (chain,)``
-    labels: the phase each chain ends in for a two-phase reference, one group otherwise; the
-    worst group counts). ``families``: what the exact chains' families say, named in the reason
-    where the gate fails. Returns the record ``report.json`` carries: ``n_draws``, ``rhat``,
-    ``ess_bulk``, ``ess_tail``, the loss's ``loss_rhat``, ``loss_ess_bulk``, ``loss_ess_tail``,
-    ``ok`` and ``reason``."""
+    integer labels: for a two-phase reference the phase a chain stays in, -1 for a chain that
+    crosses between the phases, whose draws lie on both sides and are left out of the gate;
+    one group otherwise; the worst group counts). ``phases``: ``group`` labels the two phases
+    (0 pooling, 1 copy), and each must hold at least two staying chains, else the gate fails
+    (a phase whose draws no R-hat checks cannot serve). ``families``: what the exact chains'
+    families say, named in the reason where the gate fails. Returns the record ``report.json``
+    carries: ``n_draws``, ``rhat``, ``ess_bulk``, ``ess_tail``, the loss's ``loss_rhat``,
+    ``loss_ess_bulk``, ``loss_ess_tail``, ``chains_left_out`` (the crossing chains), ``ok`` and
+    ``reason``."""
     cG, loss = np.asarray(cG, float), np.asarray(loss, float)
-    group = np.zeros(len(cG), int) if group is None else np.asarray(group)
+    group = np.zeros(len(cG), int) if group is None else np.asarray(group, int)
     worst = {}
     for name, x in (("", cG), ("loss_", loss)):
         rh, eb, et = [], [], []
-        for g in np.unique(group):
+        for g in np.unique(group[group >= 0]):
             xg = x[group == g]
             if len(xg) < 2:
                 continue  # a group of one chain (a phase few chains end in) has no R-hat: its draws still count
@@ -122,7 +127,8 @@ def reference_gate(cG: np.ndarray, loss: np.ndarray, group: np.ndarray | None = 
         worst[name + "rhat"] = float("inf") if not rh or any(map(bad, rh)) else float(max(rh))
         worst[name + "ess_bulk"] = float("nan") if not eb or any(map(bad, eb)) else float(min(eb))
         worst[name + "ess_tail"] = float("nan") if not et or any(map(bad, et)) else float(min(et))
-    why = []
+    why = [f"{int((group == k).sum())} chain(s) stay in the {n} phase (at least 2 needed)"
+           for k, n in enumerate(PHASES) if phases and (group == k).sum() < 2]
     for name, label in (("", "c_G"), ("loss_", "the loss")):
         if not worst[name + "rhat"] < REF_RHAT_MAX:
             why.append(f"R-hat of {label} {worst[name + 'rhat']:.3f} >= {REF_RHAT_MAX}")
@@ -130,10 +136,31 @@ def reference_gate(cG: np.ndarray, loss: np.ndarray, group: np.ndarray | None = 
             v = worst[f"{name}ess_{kind}"]
             if not v >= REF_ESS_MIN:
                 why.append(f"{kind} ESS of {label} {v:.0f} < {REF_ESS_MIN}")
-    reason = "meets R-hat < 1.01 and ESS >= 400 (c_G and the loss)" if not why else (
+    left_out = int((group < 0).sum())
+    within = "" if not phases else ("; within each phase, over the chains that stay in it"
+                                    + (f" ({left_out} crossing chains left out)" if left_out else ""))
+    reason = f"meets R-hat < 1.01 and ESS >= 400 (c_G and the loss{within})" if not why else (
         "; ".join(why) + (f" ({families})" if families else "") + ": run the reference longer (--ref-steps, "
         "--ref-chains) or choose another P")
-    return {"n_draws": int(cG.size), **worst, "ok": not why, "reason": reason}
+    return {"n_draws": int(cG.size), **worst, "chains_left_out": left_out, "ok": not why,
+            "reason": reason}
+
+
+def _two_phase_gate(cG: np.ndarray, loss: np.ndarray, side: np.ndarray, families: str) -> dict:
+    """The gate of a two-phase reference (its weights from the free energy, each phase's
+    statistics from the exact draws on its side; ``side: (chain, draw)`` bool, in the copy
+    phase). Chains that mix across the phases pass as one group. Where none crosses (a high
+    barrier) or too few to mix (a low one, as at L = 20), the gate is within each phase over
+    the chains that stay in it; the crossing chains, on both sides, are left out of it (their
+    draws still count in the phases' statistics). Where both fail, both reasons are given."""
+    stays = np.all(side == side[:, :1], axis=1)
+    within = reference_gate(cG, loss, np.where(stays, side[:, 0].astype(int), -1), families, phases=True)
+    if stays.all():
+        return within
+    mixed = reference_gate(cG, loss, families=families)
+    if mixed["ok"] or within["ok"]:
+        return mixed if mixed["ok"] else within
+    return mixed | {"reason": f"over all chains: {mixed['reason']}; within each phase: {within['reason']}"}
 
 
 def _families(summ) -> str:
@@ -216,11 +243,7 @@ def reference(task: Task, *, n_chains: int = 32, num_steps: int = 1500, seed: in
         cG, loss = cG_cd.ravel()[pick], loss_cd.ravel()[pick]
         sc, sl = (mixture_summary(ph.weights, ph.weights_sd, getattr(ph, k)) for k in ("cG", "loss"))
         W, G = _allocate_starts(W, G, ph)
-        # chains that stay in one phase: R-hat within each (they cannot mix across the barrier);
-        # chains that cross: one group, as for a one-phase reference
-        side = cG_cd >= ph.divide
-        stays = bool(np.all(side == side[:, :1]))
-        gate = reference_gate(cG_cd, loss_cd, side[:, 0] if stays else None, _families(summ))
+        gate = _two_phase_gate(cG_cd, loss_cd, cG_cd >= ph.divide, _families(summ))
     else:
         ph, cG, loss, sc, sl = None, cG_cd.ravel(), loss_cd.ravel(), _plain(summ.cG), _plain(summ.loss)
         gate = reference_gate(cG_cd, loss_cd, families=_families(summ))
