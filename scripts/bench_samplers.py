@@ -125,7 +125,7 @@ def main(argv=None):
     print(f"  c_G{pooled}: mean {r.mean:.4f} +- {r.mcse:.4f}, sd {r.sd:.4f} (R-hat {r.rhat:.3f}, ESS {r.ess:.0f})",
           flush=True)
     g = ref.gate
-    within = " within each phase" if ref.phases is not None else ""
+    within = f" {g['scope']}" if g.get("scope") else ""
     print(f"  reference gate: {'passed' if g['ok'] else 'FAILED'}: {g['reason']} (worst{within}: R-hat of c_G "
           f"{g['rhat']:.3f}, bulk / tail ESS {g['ess_bulk']:.0f} / {g['ess_tail']:.0f})", flush=True)
     if ref.phases is not None:

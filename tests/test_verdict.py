@@ -163,7 +163,7 @@ def test_a_two_phase_reference_is_gated_over_mixing_chains_or_within_each_phase(
     assert g["ok"] and g["chains_left_out"] == 0, g
     mix = iid + 10.0 * (rng.random((16, 400)) < 0.4)  # every draw in either phase: chains mix
     g = _two_phase_gate(mix, iid ** 2, side(mix), "")
-    assert g["ok"] and "within each phase" not in g["reason"], g
+    assert g["ok"] and "within each phase" not in g["reason"] and g["scope"] == "over all chains", g
     cross = two.copy()
     cross[[0, 1, 6, 7], 200:] = iid[[0, 1, 6, 7], 200:] + np.array([0.0, 0.0, 10.0, 10.0])[:, None]
     g = _two_phase_gate(cross, iid ** 2, side(cross), "")
@@ -171,6 +171,7 @@ def test_a_two_phase_reference_is_gated_over_mixing_chains_or_within_each_phase(
     short = cross[:, 180:230]  # the crossings at draw 20 of 50
     g = _two_phase_gate(short, iid[:, 180:230] ** 2, side(short), "")
     assert not g["ok"] and "over all chains: R-hat" in g["reason"] and "within each phase: " in g["reason"], g
+    assert g["scope"] == "within each phase" and g["all_chains_rhat"] > g["rhat"], g
 
 
 def test_a_row_round_trips_and_is_judged_again():

@@ -28,7 +28,7 @@ from copyjax.data import sample_tokens, sufficient_stats
 from copyjax.hyper import auto_step_size, default_hyper
 from copyjax.schema import Summary
 
-REFERENCE_VERSION = 4  # bump when the reference's computation changes: old cache files are ignored
+REFERENCE_VERSION = 5  # bump when the reference's computation changes: old cache files are ignored
 
 
 class Task(NamedTuple):
@@ -152,15 +152,19 @@ def _two_phase_gate(cG: np.ndarray, loss: np.ndarray, side: np.ndarray, families
     phase). Chains that mix across the phases pass as one group. Where none crosses (a high
     barrier) or too few to mix (a low one, as at L = 20), the gate is within each phase over
     the chains that stay in it; the crossing chains, on both sides, are left out of it (their
-    draws still count in the phases' statistics). Where both fail, both reasons are given."""
+    draws still count in the phases' statistics). Where both fail, both reasons are given and
+    the numbers are the phases' (all chains' R-hat and bulk ESS beside them). ``scope`` says
+    which the numbers are."""
     stays = np.all(side == side[:, :1], axis=1)
     within = reference_gate(cG, loss, np.where(stays, side[:, 0].astype(int), -1), families, phases=True)
+    within["scope"] = "within each phase"
     if stays.all():
         return within
-    mixed = reference_gate(cG, loss, families=families)
+    mixed = reference_gate(cG, loss, families=families) | {"scope": "over all chains"}
     if mixed["ok"] or within["ok"]:
         return mixed if mixed["ok"] else within
-    return mixed | {"reason": f"over all chains: {mixed['reason']}; within each phase: {within['reason']}"}
+    return within | {"reason": f"over all chains: {mixed['reason']}; within each phase: {within['reason']}",
+                     "all_chains_rhat": mixed["rhat"], "all_chains_ess_bulk": mixed["ess_bulk"]}
 
 
 def _families(summ) -> str:
