@@ -100,6 +100,11 @@ def test_a_reference_that_fails_its_gate_makes_every_verdict_inconclusive():
     for r in (row(), row(stationary={"bias_z": 8.0})):
         v, why = score.judge(r, bad)
         assert v == "inconclusive" and "1.025" in why
+    # but a sampler's own failure needs no reference: non-finite or frozen chains disagree (SGHMC
+    # at 4 eps0 diverged inside at L = 20, where the reference fails its gate)
+    for r, word in ((row(stationary={"nonfinite": 16}), "non-finite"), (row(prior={"moved": 0}), "no chain moved")):
+        v, why = score.judge(r, bad)
+        assert v == "disagrees" and word in why, (v, why)
 
 
 def test_the_sd_error_does_not_grow_with_overdispersion():

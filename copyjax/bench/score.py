@@ -482,11 +482,11 @@ def judge(row: dict, gate: dict | None = None) -> tuple[str, str]:
     a reference that fails its gate, or a run with a bulk or tail ESS below ``ESS_MIN``, makes
     ``inconclusive`` unless a clear failure (non-finite draws, no chain moving) makes
     ``disagrees``; with enough ESS any failed clause of ``CLAUSES`` makes ``disagrees``."""
-    if gate is not None and not gate.get("ok", False):
-        return "inconclusive", f"the reference fails its gate: {gate.get('reason', 'no gate recorded')}"
-    clear = _clear_failures(row)
+    clear = _clear_failures(row)  # the sampler's own failures: no reference is needed to see them
     if clear:
         return "disagrees", "; ".join(clear)
+    if gate is not None and not gate.get("ok", False):
+        return "inconclusive", f"the reference fails its gate: {gate.get('reason', 'no gate recorded')}"
     failed = [msg for clause in CLAUSES.values() for msg in clause(row)]
     low = _low_ess(row)
     if low:
