@@ -236,7 +236,10 @@ def section(tasks, a, cmd, kept=None) -> str:
         best = f"{max(w['ess_per_s'] for w in ok):.1f}" if ok else "-"
         unsure = at([w for w in rep["rows"] if w.get("verdict") == "inconclusive"])
         if not rep["reference"].get("gate", {}).get("ok", True):
-            unsure = "all: the reference fails its gate"
+            # a sampler's own failures (non-finite, frozen) still disagree without a reference
+            mine = sum(w.get("verdict") == "disagrees" for w in rep["rows"])
+            unsure = ("all" if not mine else f"all but {mine} that fail on their own (non-finite or frozen chains)"
+                      ) + ": the reference fails its gate"
         rows[k] = f"{head} {exact} | {agree} | {best} | {unsure} |"
         minutes = "" if t.get("minutes") is None else f", {t['minutes']:.1f} min"
         if rep.get("reused_rows"):

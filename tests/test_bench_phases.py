@@ -163,5 +163,13 @@ def test_the_leaderboard_places_and_writes_inside_tasks():
                 "each phase: mala @ 2 | - |") in text
         assert "copy weight 0.600 +- 0.080" in text and "| 0.55 (-0.5) | 0.00 (-7.0) | 3 / 0 | yes (1.0) |" in text
         assert list(leaderboard.read_section_text(text)) == [(20, 32, "softmax", "inside")]
+        # a reference that fails its gate: every row inconclusive but a sampler's own failures
+        gate = {"ok": False, "reason": "R-hat of c_G 1.020 >= 1.01"}
+        rows = [row | {"verdict": "inconclusive"}, row | {"sampler": "sghmc", "verdict": "disagrees"}]
+        for rs, want in ((rows[:1], "| all: the reference fails its gate |"),
+                         (rows, "| all but 1 that fail on their own (non-finite or frozen chains): the reference "
+                                "fails its gate |")):
+            t2 = t | {"report": rep | {"reference": rep["reference"] | {"gate": gate}, "rows": rs}}
+            assert want in leaderboard.section([t2], a, "run"), want
     finally:
         sys.path.pop(0)
