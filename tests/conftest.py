@@ -25,6 +25,19 @@ if "COPYJAX_TEST_COMPILE_CACHE" not in os.environ:
 os.environ["COPYJAX_COMPILE_CACHE"] = os.environ["JAX_COMPILATION_CACHE_DIR"] = os.environ["COPYJAX_TEST_COMPILE_CACHE"]
 os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.2"
 
+# ArviZ 0.x writes a once-a-day stamp (~/.cache/arviz/daily_warning) through one fixed temporary
+# file when first imported that day: two xdist workers importing it together at collection
+# (tests/test_io.py) race on that file and one dies with FileNotFoundError (seen at midnight,
+# and on any fresh machine). The controller imports it once before the workers start, so they
+# find today's stamp and write nothing.
+if _OWN_CACHE is not None:
+    import importlib.util
+    import warnings
+
+    if importlib.util.find_spec("arviz") is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import arviz  # noqa: E402, F401
 
 import pytest  # noqa: E402
 
