@@ -30,7 +30,7 @@ os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.2"
 # (tests/test_io.py) race on that file and one dies with FileNotFoundError (seen at midnight,
 # and on any fresh machine). The controller imports it once before the workers start, so they
 # find today's stamp and write nothing.
-if _OWN_CACHE is not None:
+if "PYTEST_XDIST_WORKER" not in os.environ:  # the controller (or a run without workers)
     import importlib.util
     import warnings
 

@@ -75,32 +75,29 @@ def test_landscape_helpers_at_their_edges_and_the_error_of_the_crossing():
     def crossing(P, r):  # where the interpolated log-odds cross 0 (the first bracket)
         return FE.equal_weight_point(P, r, np.ones_like(r))[0]
 
+    # the first and last interval of unsorted points, an odd interval, log P above twice its
+    # neighbour's (the last two found by a second mutation run)
     for P, r, s in ((np.array([400.0, 100.0, 200.0]), np.array([2.5, -0.7, 1.1]), np.array([0.3, 0.2, 0.5])),
                     (np.array([100.0, 150.0, 300.0, 700.0]), np.array([-3.0, -2.0, -0.4, 1.7]),
-                     np.array([0.1, 0.2, 0.35, 0.15]))):
+                     np.array([0.1, 0.2, 0.35, 0.15])),
+                    (np.array([100.0, 150.0, 300.0, 700.0]), np.array([-3.0, -0.4, 1.7, 2.0]),
+                     np.array([0.1, 0.2, 0.35, 0.15])),
+                    (np.array([2.0, 50.0, 80.0]), np.array([-1.2, 0.6, 1.5]), np.array([0.4, 0.3, 0.2]))):
         Ps, err = FE.equal_weight_point(P, r, s)
-        grad = np.array([(crossing(P, r + h * e) - crossing(P, r - h * e)) / (2 * h)
-                         for e in np.eye(len(r)) for h in [1e-6]])
+        grad = np.array([(crossing(P, r + 1e-6 * e) - crossing(P, r - 1e-6 * e)) / 2e-6 for e in np.eye(len(r))])
         assert Ps == pytest.approx(crossing(P, r)) and np.isfinite(Ps)
         assert err == pytest.approx(float(np.sqrt(np.sum((grad * s) ** 2))), rel=1e-6), (err, grad)
-    assert np.isnan(FE.equal_weight_point(np.array([1.0, 2.0, 3.0, 4.0]), np.array([-1.0, np.inf, np.inf, 3.0]),
-                                          np.ones(4))[0])
-    assert np.isnan(FE.equal_weight_point(np.arange(1.0, 5.0), -np.ones(4), np.ones(4))[0])  # no crossing
-    # (a second mutation run's survivors) the crossing of 0, not of 1, and a log-odds of exactly 0
-    # at a point is the crossing; odd intervals; log P above twice its neighbour's; an infinite
-    # value beyond an odd interval; the top between two candidates, not beyond them
+    # no crossing, or only at an infinite log-odds (also beyond an odd interval)
+    assert np.isnan(FE.equal_weight_point(np.arange(1.0, 5.0), -np.ones(4), np.ones(4))[0])
+    for r in (np.array([-1.0, np.inf, np.inf, 3.0]), np.array([-2.0, -1.0, np.inf, 3.0])):
+        assert np.isnan(FE.equal_weight_point(np.arange(1.0, 5.0), r, np.ones(4))[0]), r
+    # the crossing of 0, not of 1; a log-odds of exactly 0 at a point is the crossing
     one = np.full(3, 0.1)
     assert FE.equal_weight_point(np.array([100.0, 200.0, 400.0]), np.array([-1.0, 0.5, 3.0]), one)[0] == \
         pytest.approx(np.exp(np.log(100.0) + np.log(2.0) / 1.5))
     assert FE.equal_weight_point(np.array([100.0, 200.0, 400.0]), np.array([-1.0, 0.0, 1.0]), one)[0] == \
         pytest.approx(200.0)
-    for P, r, s in ((np.array([100.0, 150.0, 300.0, 700.0]), np.array([-3.0, -0.4, 1.7, 2.0]),
-                     np.array([0.1, 0.2, 0.35, 0.15])),
-                    (np.array([2.0, 50.0, 80.0]), np.array([-1.2, 0.6, 1.5]), np.array([0.4, 0.3, 0.2]))):
-        Ps, err = FE.equal_weight_point(P, r, s)
-        grad = np.array([(crossing(P, r + 1e-6 * e) - crossing(P, r - 1e-6 * e)) / 2e-6 for e in np.eye(len(r))])
-        assert err == pytest.approx(float(np.sqrt(np.sum((grad * s) ** 2))), rel=1e-6), (err, grad)
-    assert np.isnan(FE.equal_weight_point(np.arange(1.0, 5.0), np.array([-2.0, -1.0, np.inf, 3.0]), np.ones(4))[0])
+    # the top between two candidates, not beyond them; the barrier's slice at an odd minimum
     assert FE.local_minima(np.array([0.0, 1.0, 0.5, 10.0])) == (0,)
     assert FE.barrier_height(np.array([3.0, 0.0, 4.0, 6.0, 9.0, 1.0]), (1, 5)) == pytest.approx(8.0)
 

@@ -118,7 +118,7 @@ def reference_gate(cG: np.ndarray, loss: np.ndarray, group: np.ndarray | None = 
         for g in np.unique(group[group >= 0]):
             xg = x[group == g]
             if len(xg) < 2:
-                continue  # a group of one chain (a phase few chains end in) has no R-hat: its draws still count
+                continue  # one chain has no R-hat (with ``phases``, below, the gate then fails)
             rh.append(chains.summarize(xg).rhat)
             b, t = chains.ess_bulk_tail(xg)
             eb.append(b)
